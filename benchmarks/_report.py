@@ -25,7 +25,9 @@ def write_section(name: str, markdown: str) -> None:
     with BENCHMARKS_MD.open("r+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         text = fh.read() or HEADER
-        pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)
+        pattern = re.compile(
+            rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S
+        )
         text = pattern.sub(lambda _: block, text) if pattern.search(text) else f"{text}\n{block}\n"
         fh.seek(0)
         fh.truncate()

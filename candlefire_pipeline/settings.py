@@ -79,6 +79,8 @@ class Settings:
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
     ingest_cron: str = "0 3 * * *"
+    ncbi_api_key: str | None = None
+    ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     parity: ParityThresholds = field(default_factory=ParityThresholds)
 
@@ -125,6 +127,7 @@ class Settings:
             model_id=_env("CANDLEFIRE_EMBED_MODEL", DEFAULT_MODEL_ID),
             embed_batch_size=_int("CANDLEFIRE_EMBED_BATCH", 64),
             pg_dsn=_env("CANDLEFIRE_PG_DSN"),
+            pg_table=_env("CANDLEFIRE_PG_TABLE", "chunks"),
             substring_mode=mode,
             hnsw_m=_int("CANDLEFIRE_HNSW_M", 16),
             hnsw_ef_construction=_int("CANDLEFIRE_HNSW_EF_CONSTRUCTION", 64),
@@ -133,6 +136,8 @@ class Settings:
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
             ingest_cron=_env("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
+            ncbi_api_key=_env("NCBI_API_KEY"),
+            ncbi_email=_env("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=_env("CANDLEFIRE_RERANKER_MODEL")),
             parity=ParityThresholds(
                 grounding_agreement=_float("CANDLEFIRE_PARITY_GROUNDING", 1.0),
@@ -154,3 +159,18 @@ def redact_dsn(dsn: str | None) -> str:
         return "<unparsable dsn>"
     host = parts.get("host") or "localhost"
     return f"postgresql://{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+
+
+def executor_mode() -> tuple[str, int]:
+    """("in_process" | "multiprocess", max_concurrent): in-process costs ~7 s less per step here."""
+    mode = _env("CANDLEFIRE_EXECUTOR", "in_process")
+    if mode not in ("in_process", "multiprocess"):
+        raise ValueError(
+            f"CANDLEFIRE_EXECUTOR must be 'in_process' or 'multiprocess', got {mode!r}"
+        )
+    return mode, _int("CANDLEFIRE_MAX_CONCURRENT", 2)
+
+
+def sensor_interval_seconds() -> int:
+    """How often the drop sensor looks; a drop is picked up on the second look that sees it."""
+    return _int("CANDLEFIRE_SENSOR_INTERVAL", 30)

@@ -1,0 +1,207 @@
+"""Data for bench_retrieval: SciFact chunks + cached real embeddings, and a synthetic 62k corpus."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from candlefire_pipeline.corpus.chunking import chunk_paper
+from candlefire_pipeline.corpus.demo_vocab import GENES, MODELS, OUTCOMES
+from candlefire_pipeline.corpus.schema import store_schema
+from candlefire_pipeline.embedding import EmbeddingCache
+from candlefire_pipeline.settings import REPO_ROOT
+
+logger = logging.getLogger(__name__)
+
+#: candle-fire's corpus at its 20k-paper cap (the anchor's size).
+LATENCY_CHUNKS = 62_196
+SECTIONS = ("introduction", "methods", "results", "discussion", "conclusion")
+DOC_CHARS = 1_000
+
+
+def shared_data() -> Path:
+    return Path(os.environ.get("CANDLEFIRE_SHARED_DATA", REPO_ROOT.parent / "shared/data"))
+
+
+def bench_dir() -> Path:
+    path = Path(os.environ.get("CANDLEFIRE_BENCH_DIR", REPO_ROOT / "data/bench_retrieval"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def embed_cached(embedder, texts: Sequence[str], hashes: Sequence[str] | None = None) -> np.ndarray:
+    """Embeddings of texts through the content-hash EmbeddingCache of the benchmark dir."""
+    cache = EmbeddingCache(bench_dir() / "embedding_cache.sqlite")
+    hashes = list(hashes) if hashes is not None else [text_hash(t) for t in texts]
+    found = cache.get_many(embedder.model_id, hashes)
+    missing = [i for i, h in enumerate(hashes) if h not in found]
+    # in slices, each cached at once, so an interrupted run keeps what it embedded
+    for start in range(0, len(missing), 512):
+        part = missing[start : start + 512]
+        logger.info("embedding texts %d-%d of %d uncached", start, start + len(part), len(missing))
+        vectors = embedder.embed([texts[i] for i in part])
+        cache.put_many(embedder.model_id, [hashes[i] for i in part], vectors)
+        found.update({hashes[i]: v for i, v in zip(part, vectors, strict=True)})
+    return np.stack([found[h] for h in hashes]).astype(np.float32)
+
+
+# -- SciFact quality set ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    qid: str
+    text: str
+    relevant: frozenset[str]
+
+
+def scifact_records() -> list[dict]:
+    with (shared_data() / "scifact/corpus.jsonl").open() as fh:
+        return [json.loads(line) for line in fh]
+
+
+def scifact_chunks(records: list[dict]) -> list[dict]:
+    """SciFact abstracts through the project's chunker (abstract-only: one chunk each)."""
+    chunks = [chunk for record in records for chunk in chunk_paper(record)]
+    if len(chunks) != len(records):
+        raise ValueError("expected one chunk per abstract-only SciFact record")
+    return chunks
+
+
+def scifact_queries() -> list[Query]:
+    with (shared_data() / "scifact/queries_train.jsonl").open() as fh:
+        rows = [json.loads(line) for line in fh]
+    return [Query(r["qid"], r["text"], frozenset(map(str, r["relevant"]))) for r in rows]
+
+
+def rows_table(chunks: list[dict], vectors: np.ndarray, model_id: str, batch: str) -> pa.Table:
+    """store_schema rows for chunk dicts (CHUNK_SCHEMA fields) and their vectors."""
+    schema = store_schema(vectors.shape[1])
+    table = pa.Table.from_pylist(
+        [{**c, "batch_key": batch, "model_id": model_id} for c in chunks],
+        schema=pa.schema(list(schema)[:-1]),
+    )
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+    column = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
+    return table.append_column(schema.field("embedding"), column)
+
+
+def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 10) -> float:
+    """Binary-gain nDCG@k."""
+    dcg = sum(1 / math.log2(i + 2) for i, pmid in enumerate(ranked[:k]) if pmid in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 100) -> float:
+    return len(set(ranked[:k]) & relevant) / len(relevant) if relevant else 0.0
+
+
+# -- synthetic latency corpus -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyntheticCorpus:
+    chunks: list[dict]
+    vectors: np.ndarray
+    codes_in_abstracts: list[str]
+    codes_in_bodies_only: list[str]
+    absent_codes: list[str]
+
+
+def _code(rng: random.Random) -> str:
+    letters = "".join(rng.choice("ABCDEFGHJKLMNPQRSTVWXZ") for _ in range(rng.randint(2, 4)))
+    return f"{letters}{rng.randint(10, 9999)}"
+
+
+def _spelling(rng: random.Random, code: str) -> str:
+    cut = next(i for i, ch in enumerate(code) if ch.isdigit())
+    return code[:cut] + rng.choice(("", " ", "-")) + code[cut:]
+
+
+def _fit(text: str, filler: str) -> str:
+    """About DOC_CHARS characters: text, topped up from filler."""
+    while len(text) < DOC_CHARS and filler:
+        text = f"{text} {filler}"
+    return text[:DOC_CHARS]
+
+
+def synthetic_corpus(papers: list[dict], base: np.ndarray, seed: int = 7) -> SyntheticCorpus:
+    """LATENCY_CHUNKS chunks: each paper mixes two real SciFact embeddings plus noise.
+
+    Chunk j of a synthetic paper = normalize(E[a] + 0.5 E[b_j] + 0.3 noise), its text the
+    abstract of a (chunk 0) or of b_j (body chunks), cut to ~1,000 characters. Drug-like codes
+    are written into some chunks in the three spellings; some live only in body chunks.
+    """
+    rng = random.Random(seed)
+    noise = np.random.default_rng(seed)
+    codes = list(dict.fromkeys(_code(rng) for _ in range(700)))[:600]
+    in_abstracts, bodies_only, absent = codes[:200], codes[200:400], codes[400:]
+    chunks: list[dict] = []
+    vectors: list[np.ndarray] = []
+    number = 0
+    while len(chunks) < LATENCY_CHUNKS:
+        number += 1
+        a = rng.randrange(len(papers))
+        n_chunks = min(rng.choice((1, 1, 2, 3, 3, 4, 4, 5, 6)), LATENCY_CHUNKS - len(chunks))
+        pmid = str(50_000_000 + number)
+        paper = papers[a]
+        year = rng.randint(1985, 2025) if rng.random() > 0.03 else None
+        citations = int(rng.paretovariate(1.2)) - 1
+        for j in range(n_chunks):
+            b = a if j == 0 else rng.randrange(len(papers))
+            # unit-norm Gaussian noise at 0.3 of a real embedding's length
+            jitter = noise.normal(size=base.shape[1]) / math.sqrt(base.shape[1])
+            vec = base[a] + (0.5 * base[b] if j else 0.0) + 0.3 * jitter
+            vectors.append(vec / np.linalg.norm(vec))
+            text = _fit(papers[b]["abstract"], papers[rng.randrange(len(papers))]["abstract"])
+            pool = in_abstracts if j == 0 else in_abstracts + bodies_only
+            if rng.random() < 0.05:
+                code = _spelling(rng, rng.choice(pool))
+                cut = rng.randrange(0, len(text) - 20)
+                text = f"{text[:cut]} {code} {text[cut:]}"[:DOC_CHARS]
+            section = "abstract" if j == 0 else SECTIONS[(j - 1) % len(SECTIONS)]
+            head = f"{paper['title']}\n" + ("\n" if j == 0 else f"[{section}]\n")
+            chunks.append(
+                {
+                    "chunk_id": pmid if n_chunks == 1 else f"{pmid}_s{j}",
+                    "pmid": pmid,
+                    "section": section,
+                    "chunk_index": j,
+                    "title": paper["title"],
+                    "year": year,
+                    "doi": "",
+                    "citation_count": max(citations, 0),
+                    "entity_names": "",
+                    "mesh_terms": "",
+                    "has_full_text": n_chunks > 1,
+                    "document": head + text,
+                    "content_hash": "",
+                    "paper_hash": "",
+                }
+            )
+    for chunk in chunks:
+        chunk["content_hash"] = text_hash(chunk["chunk_id"] + chunk["document"])
+        chunk["paper_hash"] = text_hash(chunk["pmid"])
+    return SyntheticCorpus(chunks, np.stack(vectors).astype(np.float32), in_abstracts,
+                           bodies_only, absent)  # fmt: skip
+
+
+def entity_pool(titles: Sequence[str]) -> list[str]:
+    """Entity-like names: ALS genes, models and outcomes plus short SciFact title heads."""
+    heads = [" ".join(t.split()[:3]).strip(".,:;") for t in titles[:200]]
+    return list(dict.fromkeys([*GENES, *MODELS, *OUTCOMES, *heads]))

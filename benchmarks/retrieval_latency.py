@@ -1,0 +1,128 @@
+"""Latency measurements of bench_retrieval on the synthetic 62k-chunk corpus."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.retrieval_data import SyntheticCorpus, _spelling
+from candlefire_pipeline.backends.base import Filter
+from candlefire_pipeline.retrieval.retriever import TIMING_STAGES, Retriever
+from candlefire_pipeline.retrieval.variants import term_variants
+
+TERM_KINDS = ("in an abstract", "body chunks only", "absent")
+
+
+@dataclass(frozen=True)
+class Request:
+    query: str
+    entities: tuple[str, ...]
+    terms: tuple[str, ...]  # one per TERM_KINDS
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else float("nan")
+
+
+def ms(values: Sequence[float]) -> str:
+    return f"{pct(values, 50) * 1e3:.1f} / {pct(values, 95) * 1e3:.1f}"
+
+
+def timed(call: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = call()
+    return time.perf_counter() - start, out
+
+
+def make_requests(
+    queries: Sequence[str], pool: Sequence[str], corpus: SyntheticCorpus, seed: int = 11
+) -> list[Request]:
+    """Real claims as queries, 12 entity names and 3 grounding terms (one of each kind) each."""
+    rng = random.Random(seed)
+    kinds = (corpus.codes_in_abstracts, corpus.codes_in_bodies_only, corpus.absent_codes)
+    return [
+        Request(
+            query=text,
+            entities=tuple(rng.sample(list(pool), 12)),
+            terms=tuple(_spelling(rng, rng.choice(codes)) for codes in kinds),
+        )
+        for text in queries
+    ]
+
+
+def run_requests(
+    retrievers: dict[str, Retriever], requests: Sequence[Request], warmup: int = 3
+) -> dict[str, dict]:
+    """Full retrieve() per request, backends interleaved; stage timings and answers kept."""
+    out = {name: {"timings": {s: [] for s in TIMING_STAGES}, "answers": []} for name in retrievers}
+    for i, request in enumerate(requests):
+        for name, retriever in retrievers.items():
+            answer = retriever.retrieve(request.query, request.entities, request.terms)
+            if i < warmup:
+                continue
+            for stage, seconds in answer.timings.items():
+                out[name]["timings"][stage].append(seconds)
+            out[name]["answers"].append(answer)
+    return out
+
+
+def ann_recall(store, oracle, vectors: np.ndarray, k: int = 15) -> float:
+    """Mean share of the oracle's exact top-k chunk ids that the store's ANN returns."""
+    found = store.semantic_candidates(vectors, k)
+    exact = oracle.semantic_candidates(vectors, k)
+    hits = [
+        len({r["chunk_id"] for r in got} & {r["chunk_id"] for r in ref}) / k
+        for got, ref in zip(found, exact, strict=True)
+    ]
+    return float(np.mean(hits))
+
+
+def single_query_times(store, vectors: np.ndarray, k: int = 20) -> list[float]:
+    return [timed(lambda v=v: store.semantic_candidates(v[None, :], k))[0] for v in vectors]
+
+
+def fan_out(store, entity_vectors: Sequence[np.ndarray], hits: int = 10) -> dict[str, list]:
+    """12 entity queries as 12 round trips vs one batched call, per request."""
+    separate, batched = [], []
+    for vectors in entity_vectors:
+        rows = [v[None, :] for v in vectors]
+        separate.append(timed(lambda rs=rows: [store.semantic_candidates(r, hits) for r in rs])[0])
+        batched.append(timed(lambda vs=vectors: store.semantic_candidates(vs, hits))[0])
+    return {"separate": separate, "batched": batched}
+
+
+def grounding_times(store, requests: Sequence[Request], vector_of: Callable) -> dict[str, dict]:
+    """Per term kind: contains() over the corpus, over abstracts, and the keyword fetch."""
+    fields = ("corpus", "abstract", "keyword", "grounded")
+    out = {kind: {field: [] for field in fields} for kind in TERM_KINDS}
+    for request in requests:
+        for kind, term in zip(TERM_KINDS, request.terms, strict=True):
+            variants = term_variants(term)
+            t_corpus, grounded = timed(lambda v=variants: store.contains(v))
+            t_abstract, _ = timed(lambda v=variants: store.contains(v, Filter(abstract_only=True)))
+            t_keyword, _ = timed(
+                lambda v=variants, q=request.query: store.substring_candidates(v, vector_of(q), 40)
+            )
+            out[kind]["corpus"].append(t_corpus)
+            out[kind]["abstract"].append(t_abstract)
+            out[kind]["keyword"].append(t_keyword)
+            out[kind]["grounded"].append(grounded)
+    return out
+
+
+def agreement(answers: Sequence, oracle_answers: Sequence) -> dict[str, float]:
+    """Top-15 PMID overlap, exact final-order match and grounding agreement vs the oracle."""
+    overlap, same_order, grounding = [], [], []
+    for got, ref in zip(answers, oracle_answers, strict=True):
+        overlap.append(len(set(got.pmids) & set(ref.pmids)) / max(len(ref.pmids), 1))
+        same_order.append(got.pmids == ref.pmids)
+        grounding.append(got.grounding == ref.grounding)
+    return {
+        "overlap": float(np.mean(overlap)),
+        "same_order": float(np.mean(same_order)),
+        "grounding": float(np.mean(grounding)),
+    }

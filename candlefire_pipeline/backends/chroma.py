@@ -1,0 +1,289 @@
+"""Chroma backend: precomputed vectors in a cosine collection, $contains for substrings.
+
+Substring semantics (chromadb 1.5.9, measured on PersistentClient and HttpClient): $contains is
+a case-sensitive exact substring match, so only substring_mode "like" can be honored. The
+documented trigram trap -- strings under 3 characters never match -- does NOT reproduce with
+1.5.9 (short terms match exactly like LIKE); SHORT_TERMS_MATCH records this and the behaviour
+suite asserts it, so a Chroma upgrade that brings the trap back fails loudly instead of silently.
+An empty $contains string is rejected by Chroma; common.clean_variants rejects it everywhere.
+
+replace_papers is not atomic (Chroma has no transactions): it upserts the new chunks first and
+deletes the paper's stale chunk ids afterwards, so a failure midway leaves the old and new
+chunks side by side (re-running the call repairs it), never a paper with no chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from chromadb.config import Settings as ChromaSettings
+
+from candlefire_pipeline.backends import common
+from candlefire_pipeline.backends.base import Filter, ResultRow
+from candlefire_pipeline.backends.common import BackendUnavailableError
+
+log = logging.getLogger(__name__)
+
+SHORT_TERMS_MATCH = True
+#: Metadata keys written per chunk (year is omitted when unknown: Chroma stores no None).
+META_KEYS = (
+    "pmid", "section", "chunk_index", "title", "year", "doi", "citation_count", "entity_names",
+    "mesh_terms", "has_full_text", "content_hash", "paper_hash", "batch_key", "model_id",
+)  # fmt: skip
+#: Page size for full-collection reads (inventory, fetch).
+PAGE = 5_000
+
+
+def chroma_where(where: Filter) -> dict | None:
+    """A Chroma `where` document for a Filter (None when nothing filters)."""
+    clauses: list[dict] = []
+    if where.pmids is not None:
+        clauses.append({"pmid": {"$in": list(where.pmids)}})
+    if where.abstract_only:
+        clauses.append({"chunk_index": {"$eq": 0}})
+    if where.min_year is not None:
+        clauses.append({"year": {"$gte": int(where.min_year)}})
+    if where.max_year is not None:
+        clauses.append({"year": {"$lte": int(where.max_year)}})
+    if where.has_full_text is not None:
+        clauses.append({"has_full_text": {"$eq": bool(where.has_full_text)}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def chroma_where_document(variants: list[str]) -> dict:
+    contains = [{"$contains": v} for v in variants]
+    return contains[0] if len(contains) == 1 else {"$or": contains}
+
+
+def scalar_metadata(rows: pa.Table) -> list[dict[str, Any]]:
+    """One metadata dict per row with only str/int/bool values (no None)."""
+    records = rows.select(list(META_KEYS)).to_pylist()
+    for record in records:
+        if record["year"] is None:
+            del record["year"]
+    return records
+
+
+class ChromaBackend:
+    """A Chroma collection holding chunks with precomputed vectors (no embedding function)."""
+
+    name = "chroma"
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        host: str | None = None,
+        port: int = 8000,
+        collection: str = "candlefire_chunks",
+        substring_mode: str = "like",
+    ) -> None:
+        if common.check_substring_mode(substring_mode) == "ilike":
+            raise ValueError(
+                "Chroma's $contains is case-sensitive: substring_mode 'ilike' cannot be honored "
+                "by the chroma backend (use 'like', or the pgvector/memory backends for ilike)"
+            )
+        if (path is None) == (host is None):
+            raise ValueError("ChromaBackend needs exactly one of path (local) or host (server)")
+        self.substring_mode = substring_mode
+        self.collection_name = collection
+        self._where = f"{host}:{port}" if host else str(path)
+        self._client = self._connect(path, host, port)
+        self._collection = self._open_collection()
+        self._model: tuple[str, int] | None = None
+
+    def _connect(self, path: Path | None, host: str | None, port: int):
+        settings = ChromaSettings(anonymized_telemetry=False)
+        try:
+            if host:
+                return chromadb.HttpClient(host=host, port=port, settings=settings)
+            Path(path).mkdir(parents=True, exist_ok=True)
+            return chromadb.PersistentClient(path=str(path), settings=settings)
+        except Exception as exc:  # noqa: BLE001 - chroma raises many types for "unreachable"
+            raise BackendUnavailableError(f"cannot open Chroma at {self._where}: {exc}") from None
+
+    def _open_collection(self):
+        collection = self._client.get_or_create_collection(
+            self.collection_name,
+            configuration={"hnsw": {"space": "cosine"}},
+            embedding_function=None,  # vectors are precomputed; no model path gets persisted
+        )
+        space = (collection.configuration_json.get("hnsw") or {}).get("space")
+        if space != "cosine":
+            raise ValueError(
+                f"Chroma collection {self.collection_name!r} uses {space!r} space, not cosine"
+            )
+        return collection
+
+    # model contract --------------------------------------------------------------------------
+    def stored_model(self) -> tuple[str, int] | None:
+        meta = self._client.get_collection(self.collection_name, embedding_function=None).metadata
+        if not meta or "model_id" not in meta:
+            return None
+        return meta["model_id"], int(meta["dim"])
+
+    def _known_model(self) -> tuple[str, int] | None:
+        if self._model is None:
+            self._model = self.stored_model()
+        return self._model
+
+    def ensure_schema(self, model_id: str, dim: int) -> None:
+        stored = self.stored_model()
+        common.check_model(stored, model_id, dim)
+        if stored is None:
+            self._collection.modify(metadata={"model_id": model_id, "dim": int(dim)})
+        self._model = (model_id, int(dim))
+
+    def reset(self) -> None:
+        """Delete the collection and its model contract; an empty one takes its place."""
+        self._client.delete_collection(self.collection_name)
+        self._collection = self._open_collection()
+        self._model = None
+
+    # write side ------------------------------------------------------------------------------
+    def replace_papers(self, rows: pa.Table) -> int:
+        dim = common.rows_dim(rows)
+        if rows.num_rows == 0:
+            common.check_dim(self.stored_model(), dim)
+            return 0
+        rows = common.validate_rows(rows)
+        self.ensure_schema(common.rows_model(rows), dim)
+        old_ids = set(self._ids_of(pc.unique(rows["pmid"]).to_pylist()))
+        matrix = common.embedding_matrix(rows)
+        size = self._client.get_max_batch_size()
+        for start in range(0, rows.num_rows, size):
+            part = rows.slice(start, size)
+            self._collection.upsert(
+                ids=part["chunk_id"].to_pylist(),
+                embeddings=matrix[start : start + size],
+                documents=part["document"].to_pylist(),
+                metadatas=scalar_metadata(part),
+            )
+        self._delete_ids(sorted(old_ids - set(rows["chunk_id"].to_pylist())))
+        return rows.num_rows
+
+    def delete_papers(self, pmids: Sequence[str]) -> int:
+        ids = self._ids_of(list(pmids))
+        self._delete_ids(ids)
+        return len(ids)
+
+    def _ids_of(self, pmids: list[str]) -> list[str]:
+        ids: list[str] = []
+        for start in range(0, len(pmids), PAGE):
+            where = {"pmid": {"$in": pmids[start : start + PAGE]}}
+            ids.extend(self._collection.get(where=where, include=[])["ids"])
+        return ids
+
+    def _delete_ids(self, ids: list[str]) -> None:
+        size = self._client.get_max_batch_size()
+        for start in range(0, len(ids), size):
+            self._collection.delete(ids=ids[start : start + size])
+
+    # inventory -------------------------------------------------------------------------------
+    def count(self) -> int:
+        return self._collection.count()
+
+    def _pages(self, where: dict | None = None, documents: bool = False) -> Iterator[dict]:
+        include = ["metadatas", "documents"] if documents else ["metadatas"]
+        offset = 0
+        while True:
+            page = self._collection.get(where=where, include=include, limit=PAGE, offset=offset)
+            if not page["ids"]:
+                return
+            yield page
+            offset += len(page["ids"])
+
+    def paper_hashes(self) -> dict[str, str]:
+        return {m["pmid"]: m["paper_hash"] for p in self._pages() for m in p["metadatas"]}
+
+    def chunk_hashes(self) -> dict[str, str]:
+        return {
+            i: m["content_hash"]
+            for p in self._pages()
+            for i, m in zip(p["ids"], p["metadatas"], strict=True)
+        }
+
+    def has_paper(self, pmid: str) -> bool:
+        return bool(self._collection.get(where={"pmid": pmid}, limit=1, include=[])["ids"])
+
+    # read side -------------------------------------------------------------------------------
+    def semantic_candidates(
+        self, vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
+        n, where = common.check_n(n), common.check_filter(where)
+        queries = common.query_matrix(vectors, self._known_model())
+        if not len(queries) or common.matches_nothing(where) or self.count() == 0:
+            return [[] for _ in range(len(queries))]
+        result = self._collection.query(
+            query_embeddings=queries,
+            n_results=n,
+            where=chroma_where(where),
+            include=["documents", "metadatas", "distances"],
+        )
+        return [_hits(result, q) for q in range(len(queries))]
+
+    def substring_candidates(
+        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[ResultRow]:
+        n, where = common.check_n(n), common.check_filter(where)
+        variants = common.clean_variants(variants)
+        query = common.query_matrix(vector, self._known_model())[:1]
+        if not variants or common.matches_nothing(where) or self.count() == 0:
+            return []
+        result = self._collection.query(
+            query_embeddings=query,
+            n_results=n,
+            where=chroma_where(where),
+            where_document=chroma_where_document(variants),
+            include=["documents", "metadatas", "distances"],
+        )
+        return _hits(result, 0)
+
+    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
+        where = common.check_filter(where)
+        variants = common.clean_variants(variants)
+        if not variants or common.matches_nothing(where):
+            return False
+        found = self._collection.get(
+            where=chroma_where(where),
+            where_document=chroma_where_document(variants),
+            limit=1,
+            include=[],
+        )
+        return bool(found["ids"])
+
+    def fetch(self, where: Filter) -> list[ResultRow]:
+        where = common.check_filter(where)
+        if common.matches_nothing(where):
+            return []
+        rows = [
+            common.result_row(i, d, m, None)
+            for p in self._pages(chroma_where(where), documents=True)
+            for i, d, m in zip(p["ids"], p["documents"], p["metadatas"], strict=True)
+        ]
+        return common.sort_fetched(rows)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _hits(result: dict, q: int) -> list[ResultRow]:
+    rows = [
+        common.result_row(i, d, m, 1.0 - dist)
+        for i, d, m, dist in zip(
+            result["ids"][q],
+            result["documents"][q],
+            result["metadatas"][q],
+            result["distances"][q],
+            strict=True,
+        )
+    ]
+    return common.sort_hits(rows)

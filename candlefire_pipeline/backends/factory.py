@@ -1,0 +1,40 @@
+"""Opens a backend by name from Settings; the only place that maps names to classes."""
+
+from __future__ import annotations
+
+from candlefire_pipeline.backends.base import VectorBackend
+from candlefire_pipeline.settings import Settings
+
+BACKEND_NAMES = ("pgvector", "chroma", "memory")
+
+
+def open_backend(name: str, settings: Settings) -> VectorBackend:
+    """A connected backend ("pgvector" | "chroma" | "memory"); the caller closes it."""
+    if name == "pgvector":
+        from candlefire_pipeline.backends.pg_server import resolve_dsn
+        from candlefire_pipeline.backends.pgvector import PgVectorBackend
+
+        return PgVectorBackend(
+            resolve_dsn(settings),
+            table=settings.pg_table,
+            substring_mode=settings.substring_mode,
+            hnsw_m=settings.hnsw_m,
+            hnsw_ef_construction=settings.hnsw_ef_construction,
+            ef_search=settings.hnsw_ef_search,
+        )
+    if name == "chroma":
+        from candlefire_pipeline.backends.chroma import ChromaBackend
+
+        local = settings.chroma_host is None
+        return ChromaBackend(
+            path=settings.chroma_path if local else None,
+            host=settings.chroma_host,
+            port=settings.chroma_port,
+            collection=settings.chroma_collection,
+            substring_mode=settings.substring_mode,
+        )
+    if name == "memory":
+        from candlefire_pipeline.backends.memory import MemoryBackend
+
+        return MemoryBackend(substring_mode=settings.substring_mode)
+    raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")

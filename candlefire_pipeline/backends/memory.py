@@ -1,0 +1,203 @@
+"""An exact in-memory backend: numpy cosine over every chunk, the parity oracle."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from candlefire_pipeline.backends import common
+from candlefire_pipeline.backends.base import Filter, ResultRow
+
+
+@dataclass
+class _View:
+    """Read-side arrays over the stored table, rebuilt lazily after each write."""
+
+    table: pa.Table
+
+    @cached_property
+    def unit(self) -> np.ndarray:
+        return common.unit_rows(common.embedding_matrix(self.table))
+
+    @cached_property
+    def records(self) -> list[dict]:
+        return self.table.drop_columns(["embedding"]).to_pylist()
+
+    @cached_property
+    def pmid(self) -> np.ndarray:
+        return np.asarray(self.table["pmid"].to_pylist(), dtype=object)
+
+    @cached_property
+    def chunk_index(self) -> np.ndarray:
+        return self.table["chunk_index"].to_numpy()
+
+    @cached_property
+    def year(self) -> np.ndarray:
+        return self.table["year"].cast(pa.float64()).fill_null(np.nan).to_numpy()
+
+    @cached_property
+    def has_full_text(self) -> np.ndarray:
+        return self.table["has_full_text"].to_numpy(zero_copy_only=False)
+
+    def mask(self, where: Filter) -> np.ndarray:
+        keep = np.ones(self.table.num_rows, dtype=bool)
+        if where.pmids is not None:
+            keep &= np.isin(self.pmid, np.asarray(list(where.pmids), dtype=object))
+        if where.abstract_only:
+            keep &= self.chunk_index == 0
+        with np.errstate(invalid="ignore"):  # a null year (NaN) fails every year bound, like SQL
+            if where.min_year is not None:
+                keep &= self.year >= where.min_year
+            if where.max_year is not None:
+                keep &= self.year <= where.max_year
+        if where.has_full_text is not None:
+            keep &= self.has_full_text == where.has_full_text
+        return keep
+
+    def row(self, i: int, similarity: float | None) -> ResultRow:
+        record = self.records[i]
+        return common.result_row(record["chunk_id"], record["document"], record, similarity)
+
+    def ranked(self, indices: np.ndarray, sims: np.ndarray, n: int) -> list[ResultRow]:
+        """Top n of indices by sims (aligned arrays); rows tied with the n-th are all compared."""
+        if len(indices) > n:
+            nth_best = np.partition(sims, len(sims) - n)[len(sims) - n]
+            chosen = sims >= nth_best
+            indices, sims = indices[chosen], sims[chosen]
+        rows = [self.row(int(i), float(s)) for i, s in zip(indices, sims, strict=True)]
+        return common.sort_hits(rows)[:n]
+
+
+class MemoryBackend:
+    """Exact cosine and substring search over an Arrow table; replace_papers is atomic."""
+
+    name = "memory"
+
+    def __init__(self, substring_mode: str = "like") -> None:
+        self.substring_mode = common.check_substring_mode(substring_mode)
+        self._lock = threading.Lock()
+        self._model: tuple[str, int] | None = None
+        self._table: pa.Table | None = None
+        self._view: _View | None = None
+
+    # write side ------------------------------------------------------------------------------
+    def ensure_schema(self, model_id: str, dim: int) -> None:
+        with self._lock:
+            common.check_model(self._model, model_id, dim)
+            self._model = (model_id, int(dim))
+
+    def replace_papers(self, rows: pa.Table) -> int:
+        dim = common.rows_dim(rows)
+        if rows.num_rows == 0:
+            common.check_dim(self._model, dim)
+            return 0
+        rows = common.validate_rows(rows)
+        model_id = common.rows_model(rows)
+        with self._lock:
+            common.check_model(self._model, model_id, dim)
+            self._model = (model_id, dim)
+            kept = self._without(pc.unique(rows["pmid"]))
+            self._set_table(pa.concat_tables([kept, rows]) if kept is not None else rows)
+        return rows.num_rows
+
+    def delete_papers(self, pmids: Sequence[str]) -> int:
+        with self._lock:
+            if self._table is None or not pmids:
+                return 0
+            before = self._table.num_rows
+            self._set_table(self._without(pa.array(list(pmids), pa.string())))
+            return before - self._table.num_rows
+
+    def reset(self) -> None:
+        """Forget every chunk and the model contract."""
+        with self._lock:
+            self._model, self._table, self._view = None, None, None
+
+    def _without(self, pmids: pa.Array) -> pa.Table | None:
+        if self._table is None:
+            return None
+        return self._table.filter(pc.invert(pc.is_in(self._table["pmid"], value_set=pmids)))
+
+    def _set_table(self, table: pa.Table) -> None:
+        self._table = table.combine_chunks()
+        self._view = None
+
+    def _current(self) -> _View | None:
+        if self._table is None or self._table.num_rows == 0:
+            return None
+        if self._view is None:
+            self._view = _View(self._table)
+        return self._view
+
+    # inventory -------------------------------------------------------------------------------
+    def count(self) -> int:
+        return 0 if self._table is None else self._table.num_rows
+
+    def paper_hashes(self) -> dict[str, str]:
+        view = self._current()
+        return {} if view is None else {r["pmid"]: r["paper_hash"] for r in view.records}
+
+    def chunk_hashes(self) -> dict[str, str]:
+        view = self._current()
+        return {} if view is None else {r["chunk_id"]: r["content_hash"] for r in view.records}
+
+    def has_paper(self, pmid: str) -> bool:
+        view = self._current()
+        return view is not None and bool((view.pmid == pmid).any())
+
+    def stored_model(self) -> tuple[str, int] | None:
+        return self._model
+
+    # read side -------------------------------------------------------------------------------
+    def semantic_candidates(
+        self, vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
+        n, where = common.check_n(n), common.check_filter(where)
+        queries = common.query_matrix(vectors, self._model)
+        view = self._current()
+        if view is None or common.matches_nothing(where):
+            return [[] for _ in range(len(queries))]
+        keep = np.flatnonzero(view.mask(where))
+        sims = view.unit[keep] @ common.unit_rows(queries).T
+        return [view.ranked(keep, sims[:, q], n) for q in range(len(queries))]
+
+    def substring_candidates(
+        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[ResultRow]:
+        n, where = common.check_n(n), common.check_filter(where)
+        query = common.query_matrix(vector, self._model)[0]
+        hits = self._substring_hits(variants, where)
+        view = self._current()
+        if view is None or hits.size == 0:
+            return []
+        sims = view.unit[hits] @ common.unit_rows(query[None, :])[0]
+        return view.ranked(hits, sims, n)
+
+    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
+        return self._substring_hits(variants, common.check_filter(where)).size > 0
+
+    def fetch(self, where: Filter) -> list[ResultRow]:
+        where = common.check_filter(where)
+        view = self._current()
+        if view is None or common.matches_nothing(where):
+            return []
+        rows = [view.row(int(i), None) for i in np.flatnonzero(view.mask(where))]
+        return common.sort_fetched(rows)
+
+    def _substring_hits(self, variants: Sequence[str], where: Filter) -> np.ndarray:
+        matches = common.substring_matcher(common.clean_variants(variants), self.substring_mode)
+        view = self._current()
+        if view is None or common.matches_nothing(where):
+            return np.empty(0, dtype=np.int64)
+        keep = np.flatnonzero(view.mask(where))
+        return np.asarray([i for i in keep if matches(view.records[i]["document"])], np.int64)
+
+    def close(self) -> None:
+        """Nothing to release; the data lives as long as the object."""
+

@@ -1,0 +1,210 @@
+"""SQL for the pgvector store; identifiers via psycopg.sql, every value a bound parameter."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter
+from candlefire_pipeline.backends.common import like_pattern
+from candlefire_pipeline.backends.pg_copy import COPY_COLUMNS
+
+#: Lower-case identifier short enough that every derived index name stays under 63 bytes.
+TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
+
+#: Selected columns of a result row; similarity is computed (or NULL) after them.
+RESULT_COLUMNS = tuple(f for f in RESULT_FIELDS if f != "similarity")
+
+
+@dataclass(frozen=True)
+class Names:
+    """Every identifier derived from the table name, validated once."""
+
+    table: str
+
+    def __post_init__(self) -> None:
+        if not TABLE_NAME.match(self.table):
+            raise ValueError(
+                f"table name must match {TABLE_NAME.pattern} (lower-case, at most 40 chars), "
+                f"got {self.table!r}"
+            )
+
+    def ident(self, suffix: str = "") -> sql.Identifier:
+        return sql.Identifier(self.table + suffix)
+
+    @property
+    def meta(self) -> sql.Identifier:
+        return self.ident("_meta")
+
+    @property
+    def btree(self) -> sql.Identifier:
+        return self.ident("_pmid_chunk")
+
+    @property
+    def hnsw(self) -> sql.Identifier:
+        return self.ident("_embedding_hnsw")
+
+    @property
+    def trgm(self) -> sql.Identifier:
+        return self.ident("_document_trgm")
+
+    @property
+    def lock_key(self) -> str:
+        return f"candlefire:{self.table}"
+
+
+def create_table(names: Names, dim: int) -> sql.Composed:
+    """The chunks table; the vector column's dimension comes from the model."""
+    return sql.SQL(
+        """CREATE TABLE IF NOT EXISTS {t} (
+        chunk_id text PRIMARY KEY, pmid text NOT NULL, section text NOT NULL,
+        chunk_index int NOT NULL, title text NOT NULL, year int, doi text NOT NULL,
+        citation_count int NOT NULL, entity_names text NOT NULL, mesh_terms text NOT NULL,
+        has_full_text boolean NOT NULL, document text NOT NULL, content_hash text NOT NULL,
+        paper_hash text NOT NULL, batch_key text NOT NULL, model_id text NOT NULL,
+        embedding vector({dim}) NOT NULL)"""
+    ).format(t=names.ident(), dim=sql.Literal(int(dim)))
+
+
+def create_meta(names: Names) -> sql.Composed:
+    return sql.SQL(
+        "CREATE TABLE IF NOT EXISTS {m} (singleton boolean PRIMARY KEY DEFAULT true "
+        "CHECK (singleton), model_id text NOT NULL, dim int NOT NULL)"
+    ).format(m=names.meta)
+
+
+def create_indexes(names: Names, m: int, ef_construction: int) -> list[sql.Composed]:
+    """Secondary indexes: btree (pmid, chunk_index), trigram GIN, HNSW cosine."""
+    return [
+        # (pmid, chunk_index) also serves every lookup by pmid alone: no separate pmid index.
+        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (pmid, chunk_index)").format(
+            i=names.btree, t=names.ident()
+        ),
+        # gin_trgm_ops is what makes LIKE/ILIKE '%x%' an index scan (a tsvector would not).
+        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (document gin_trgm_ops)").format(
+            i=names.trgm, t=names.ident()
+        ),
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = {m}, ef_construction = {ef})"
+        ).format(
+            i=names.hnsw, t=names.ident(), m=sql.Literal(int(m)), ef=sql.Literal(int(ef_construction))
+        ),
+    ]
+
+
+def drop_indexes(names: Names) -> list[sql.Composed]:
+    return [
+        sql.SQL("DROP INDEX IF EXISTS {i}").format(i=i)
+        for i in (names.hnsw, names.trgm, names.btree)
+    ]
+
+
+def copy_into(names: Names, freeze: bool = False) -> sql.Composed:
+    """Binary COPY; FREEZE (table truncated in this transaction) writes rows pre-frozen."""
+    columns = sql.SQL(", ").join(sql.Identifier(c) for c in COPY_COLUMNS)
+    options = sql.SQL("FORMAT BINARY, FREEZE" if freeze else "FORMAT BINARY")
+    return sql.SQL("COPY {t} ({c}) FROM STDIN WITH ({o})").format(
+        t=names.ident(), c=columns, o=options
+    )
+
+
+def where_clause(where: Filter, alias: str = "c") -> tuple[list[sql.Composable], list]:
+    """Conditions and their parameters for a Filter (alias-qualified)."""
+    col = _qualifier(alias)
+    conds: list[sql.Composable] = []
+    params: list = []
+    if where.pmids is not None:
+        conds.append(sql.SQL("{} = ANY(%s)").format(col("pmid")))
+        params.append(list(where.pmids))
+    if where.abstract_only:
+        conds.append(sql.SQL("{} = 0").format(col("chunk_index")))
+    if where.min_year is not None:
+        conds.append(sql.SQL("{} >= %s").format(col("year")))
+        params.append(int(where.min_year))
+    if where.max_year is not None:
+        conds.append(sql.SQL("{} <= %s").format(col("year")))
+        params.append(int(where.max_year))
+    if where.has_full_text is not None:
+        conds.append(sql.SQL("{} = %s").format(col("has_full_text")))
+        params.append(bool(where.has_full_text))
+    return conds, params
+
+
+def substring_clause(variants: list[str], mode: str, alias: str = "c") -> tuple[sql.Composed, list]:
+    r"""(document LIKE %s ESCAPE '\' OR ...) for each variant, patterns as parameters."""
+    operator = sql.SQL("ILIKE" if mode == "ilike" else "LIKE")
+    one = sql.SQL("{} {} %s ESCAPE '\\'").format(_qualifier(alias)("document"), operator)
+    clause = sql.SQL("(") + sql.SQL(" OR ").join([one] * len(variants)) + sql.SQL(")")
+    return clause, [like_pattern(v) for v in variants]
+
+
+def _qualifier(alias: str):
+    return lambda column: sql.Identifier(alias, column)
+
+
+def _conjunction(conds: list[sql.Composable]) -> sql.Composable:
+    return sql.SQL(" AND ").join(conds) if conds else sql.SQL("true")
+
+
+def result_columns(alias: str = "c") -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(alias, c) for c in RESULT_COLUMNS)
+
+
+def semantic_query(names: Names, where: Filter, vectors: list, n: int):
+    """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector."""
+    conds, params = where_clause(where)
+    query = sql.SQL(
+        """SELECT q.ord, {cols}, 1 - c.distance AS similarity
+        FROM unnest(%s::vector[]) WITH ORDINALITY AS q(vec, ord)
+        CROSS JOIN LATERAL (
+            SELECT {inner_cols}, c.embedding <=> q.vec AS distance
+            FROM {t} c WHERE {cond} ORDER BY c.embedding <=> q.vec LIMIT %s
+        ) c
+        ORDER BY q.ord, c.distance, c.chunk_id COLLATE "C"
+        """
+    ).format(
+        cols=result_columns(), inner_cols=result_columns(), t=names.ident(), cond=_conjunction(conds)
+    )
+    return query, [vectors, *params, n]
+
+
+def substring_query(
+    names: Names, variants: list[str], mode: str, where: Filter, vector, n: int
+) -> tuple[sql.Composed, list]:
+    """Exact: every chunk holding a variant (trigram index), then sorted by cosine distance.
+
+    MATERIALIZED keeps the planner from walking the HNSW index with the LIKE as a post-filter,
+    which would be approximate and, for rare terms, scan up to hnsw.max_scan_tuples rows.
+    """
+    like, like_params = substring_clause(variants, mode)
+    conds, params = where_clause(where)
+    query = sql.SQL(
+        """WITH hits AS MATERIALIZED (
+            SELECT c.chunk_id, c.embedding <=> %s AS distance FROM {t} c WHERE {like} AND {cond}
+        ), best AS (SELECT * FROM hits ORDER BY distance, chunk_id COLLATE "C" LIMIT %s)
+        SELECT {cols}, 1 - best.distance AS similarity
+        FROM best JOIN {t} c USING (chunk_id) ORDER BY best.distance, c.chunk_id COLLATE "C"
+        """
+    ).format(t=names.ident(), like=like, cond=_conjunction(conds), cols=result_columns())
+    return query, [vector, *like_params, *params, n]
+
+
+def contains_query(names: Names, variants: list[str], mode: str, where: Filter):
+    like, like_params = substring_clause(variants, mode)
+    conds, params = where_clause(where)
+    query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {t} c WHERE {like} AND {cond})").format(
+        t=names.ident(), like=like, cond=_conjunction(conds)
+    )
+    return query, like_params + params
+
+
+def fetch_query(names: Names, where: Filter) -> tuple[sql.Composed, list]:
+    conds, params = where_clause(where)
+    query = sql.SQL(
+        "SELECT {cols}, NULL::float8 AS similarity FROM {t} c WHERE {cond} "
+        'ORDER BY c.pmid COLLATE "C", c.chunk_index, c.chunk_id COLLATE "C"'
+    ).format(cols=result_columns(), t=names.ident(), cond=_conjunction(conds))
+    return query, params

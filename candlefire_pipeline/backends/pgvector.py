@@ -1,0 +1,275 @@
+"""Postgres + pgvector backend: HNSW cosine ANN, trigram-indexed LIKE/ILIKE, binary COPY."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import psycopg
+import pyarrow as pa
+import pyarrow.compute as pc
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from candlefire_pipeline.backends import common, pg_sql
+from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow
+from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.pg_copy import copy_payload
+from candlefire_pipeline.settings import redact_dsn
+
+log = logging.getLogger(__name__)
+
+#: A first load into an empty table at least this large builds the search indexes afterwards.
+BULK_REBUILD_ROWS = 5_000
+#: Index builds get this much memory (session default 64 MB spills an HNSW graph to disk).
+BUILD_MEMORY = "512MB"
+
+
+def connect(dsn: str) -> psycopg.Connection:
+    """An autocommit connection; failures name the server, never the password."""
+    try:
+        password = conninfo_to_dict(dsn).get("password") or ""
+    except psycopg.Error:
+        raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)") from None
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=15)
+    except psycopg.Error as exc:
+        reason = str(exc).replace(password, "***") if password else str(exc)
+        raise BackendUnavailableError(
+            f"cannot connect to Postgres at {redact_dsn(dsn)}: {reason.strip()}"
+        ) from None
+
+
+class PgVectorBackend:
+    """Chunks in one Postgres table; replace_papers is one transaction per call."""
+
+    name = "pgvector"
+
+    def __init__(
+        self,
+        dsn: str,
+        table: str = "chunks",
+        substring_mode: str = "like",
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        ef_search: int = 100,
+        bulk_rebuild_rows: int = BULK_REBUILD_ROWS,
+    ) -> None:
+        self.names = pg_sql.Names(table)
+        self.substring_mode = common.check_substring_mode(substring_mode)
+        self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
+        self.ef_search = ef_search
+        self.bulk_rebuild_rows = bulk_rebuild_rows
+        self._dsn = dsn
+        self._conn = self._open()
+        #: The model once the table is known to exist; reads skip the catalog lookups then.
+        self._ready: tuple[str, int] | None = None
+
+    def _open(self) -> psycopg.Connection:
+        conn = connect(self._dsn)
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext('candlefire:extensions'))")
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+            register_vector(conn)
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(self.ef_search)])
+            # pgvector 0.8: keep scanning the graph until a filtered ANN query has its n rows.
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
+        except psycopg.Error as exc:
+            conn.close()
+            raise BackendUnavailableError(
+                f"Postgres at {redact_dsn(self._dsn)} cannot provide pgvector + pg_trgm: {exc}"
+            ) from None
+        return conn
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        if self._conn.closed or self._conn.broken:
+            log.warning("Postgres connection lost; reconnecting to %s", redact_dsn(self._dsn))
+            self._conn = self._open()
+        return self._conn
+
+    # model contract --------------------------------------------------------------------------
+    def stored_model(self) -> tuple[str, int] | None:
+        if not self._exists(self.names.meta):
+            return None
+        row = self.conn.execute(
+            sql.SQL("SELECT model_id, dim FROM {m}").format(m=self.names.meta)
+        ).fetchone()
+        return None if row is None else (row[0], int(row[1]))
+
+    def _ready_model(self) -> tuple[str, int] | None:
+        if self._ready is None and self._exists(self.names.ident()):
+            self._ready = self.stored_model()
+        return self._ready
+
+    def _exists(self, ident: sql.Identifier) -> bool:
+        name = ident.as_string(self.conn)
+        return self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone()[0]
+
+    def _lock(self) -> None:
+        self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [self.names.lock_key])
+
+    def _fix_model(self, model_id: str, dim: int) -> bool:
+        """Inside a locked transaction: check or create the contract; True when just created."""
+        stored = self.stored_model()
+        common.check_model(stored, model_id, dim)
+        if stored is not None:
+            return False
+        self.conn.execute(pg_sql.create_meta(self.names))
+        self.conn.execute(pg_sql.create_table(self.names, dim))
+        self._create_indexes()
+        self.conn.execute(
+            sql.SQL("INSERT INTO {m} (model_id, dim) VALUES (%s, %s)").format(m=self.names.meta),
+            [model_id, int(dim)],
+        )
+        log.info("created %s for %s (%d-dim)", self.names.table, model_id, dim)
+        return True
+
+    def ensure_schema(self, model_id: str, dim: int) -> None:
+        common.check_model(None, model_id, dim)
+        with self.conn.transaction():
+            self._lock()
+            self._fix_model(model_id, int(dim))
+
+    def reset(self) -> None:
+        """Drop the table and its model contract (the next write fixes a new model)."""
+        with self.conn.transaction():
+            self._lock()
+            for ident in (self.names.ident(), self.names.meta):
+                self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=ident))
+        self._ready = None
+
+    # write side ------------------------------------------------------------------------------
+    def replace_papers(self, rows: pa.Table) -> int:
+        dim = common.rows_dim(rows)
+        if rows.num_rows == 0:
+            common.check_dim(self.stored_model(), dim)
+            return 0
+        rows = common.validate_rows(rows)
+        model_id = common.rows_model(rows)
+        pmids = pc.unique(rows["pmid"]).to_pylist()
+        with self.conn.transaction():
+            self._lock()
+            self._fix_model(model_id, dim)
+            if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
+                self._bulk_load(rows)
+            else:
+                self.conn.execute(
+                    sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
+                    [pmids],
+                )
+                self._copy(rows)
+        return rows.num_rows
+
+    def _bulk_load(self, rows: pa.Table) -> None:
+        """First full build: load without secondary indexes, then build them once."""
+        log.info("bulk load of %d rows into empty %s", rows.num_rows, self.names.table)
+        # TRUNCATE (the table is empty) lets COPY FREEZE skip later freezing; with
+        # wal_level=minimal the server also skips WAL for the whole load.
+        self.conn.execute(sql.SQL("TRUNCATE {t}").format(t=self.names.ident()))
+        for statement in pg_sql.drop_indexes(self.names):
+            self.conn.execute(statement)
+        self._copy(rows, freeze=True)
+        self.conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
+        self._create_indexes()
+
+    def _is_empty(self) -> bool:
+        query = sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {t})").format(t=self.names.ident())
+        return self.conn.execute(query).fetchone()[0]
+
+    def _copy(self, rows: pa.Table, freeze: bool = False) -> None:
+        with self.conn.cursor() as cur, cur.copy(pg_sql.copy_into(self.names, freeze)) as copy:
+            for block in copy_payload(rows):
+                copy.write(block)
+
+    def _create_indexes(self) -> None:
+        for statement in pg_sql.create_indexes(self.names, self.hnsw_m, self.hnsw_ef_construction):
+            self.conn.execute(statement)
+
+    def delete_papers(self, pmids: Sequence[str]) -> int:
+        if not pmids or self._ready_model() is None:
+            return 0
+        with self.conn.transaction():
+            self._lock()
+            cur = self.conn.execute(
+                sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
+                [list(pmids)],
+            )
+            return cur.rowcount
+
+    # inventory -------------------------------------------------------------------------------
+    def _select(self, template: str, params: Sequence = ()) -> list[tuple]:
+        if self._ready_model() is None:
+            return []
+        query = sql.SQL(template).format(t=self.names.ident())
+        return self.conn.execute(query, params).fetchall()
+
+    def count(self) -> int:
+        rows = self._select("SELECT count(*) FROM {t}")
+        return int(rows[0][0]) if rows else 0
+
+    def paper_hashes(self) -> dict[str, str]:
+        return dict(self._select("SELECT DISTINCT ON (pmid) pmid, paper_hash FROM {t}"))
+
+    def chunk_hashes(self) -> dict[str, str]:
+        return dict(self._select("SELECT chunk_id, content_hash FROM {t}"))
+
+    def has_paper(self, pmid: str) -> bool:
+        rows = self._select("SELECT EXISTS (SELECT 1 FROM {t} WHERE pmid = %s)", [pmid])
+        return bool(rows and rows[0][0])
+
+    # read side -------------------------------------------------------------------------------
+    def semantic_candidates(
+        self, vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
+        n, where = common.check_n(n), common.check_filter(where)
+        stored = self._ready_model()
+        queries = common.query_matrix(vectors, stored)
+        out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
+        if stored is None or not len(queries) or common.matches_nothing(where):
+            return out
+        query, params = pg_sql.semantic_query(self.names, where, list(queries), n)
+        for row in self.conn.execute(query, params).fetchall():
+            out[row[0] - 1].append(_result(row[1:]))
+        return out
+
+    def substring_candidates(
+        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[ResultRow]:
+        n, where = common.check_n(n), common.check_filter(where)
+        variants = common.clean_variants(variants)
+        stored = self._ready_model()
+        query_vector = common.query_matrix(vector, stored)[0]
+        if stored is None or not variants or common.matches_nothing(where):
+            return []
+        query, params = pg_sql.substring_query(
+            self.names, variants, self.substring_mode, where, query_vector, n
+        )
+        return [_result(row) for row in self.conn.execute(query, params).fetchall()]
+
+    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
+        where = common.check_filter(where)
+        variants = common.clean_variants(variants)
+        if not variants or common.matches_nothing(where) or self._ready_model() is None:
+            return False
+        query, params = pg_sql.contains_query(self.names, variants, self.substring_mode, where)
+        return bool(self.conn.execute(query, params).fetchone()[0])
+
+    def fetch(self, where: Filter) -> list[ResultRow]:
+        where = common.check_filter(where)
+        if common.matches_nothing(where) or self._ready_model() is None:
+            return []
+        query, params = pg_sql.fetch_query(self.names, where)
+        return [_result(row) for row in self.conn.execute(query, params).fetchall()]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _result(row: Sequence) -> ResultRow:
+    record = dict(zip(RESULT_FIELDS, row, strict=True))
+    return common.result_row(record["chunk_id"], record["document"], record, record["similarity"])

@@ -1,0 +1,92 @@
+"""Streaming reader of candle-fire papers.jsonl drop files (optionally gzip-compressed)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from candlefire_pipeline.corpus.records import (
+    EXCERPT_CHARS,
+    MAX_RECORD_BYTES,
+    Accepted,
+    DropFileError,
+    RecordStream,
+    Rejected,
+    accept,
+    excerpt_of,
+    latest_wins,
+)
+
+logger = logging.getLogger(__name__)
+
+UTF8_BOM = b"\xef\xbb\xbf"
+_DRAIN_BYTES = 1 << 20
+_EXCERPT_BYTES = 4 * EXCERPT_CHARS  # enough bytes for EXCERPT_CHARS UTF-8 characters
+
+
+def _open(path: Path) -> BinaryIO:
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
+
+
+def _lines(stream: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """Yield (line bytes, oversized); an oversized line is cut to its head, the rest skipped."""
+    first = True
+    while line := stream.readline(MAX_RECORD_BYTES + 1):
+        if first and line.startswith(UTF8_BOM):
+            line = line[len(UTF8_BOM) :]
+        first = False
+        oversized = len(line) > MAX_RECORD_BYTES and not line.endswith(b"\n")
+        if oversized:
+            # Bounded memory: never hold more than one record's cap of an oversized line.
+            while (rest := stream.readline(_DRAIN_BYTES)) and not rest.endswith(b"\n"):
+                pass
+        yield line, oversized
+
+
+def _outcome(record_no: int, line: bytes, oversized: bool) -> Accepted | Rejected:
+    loose = excerpt_of(line[:_EXCERPT_BYTES].decode("utf-8", "replace"))
+    if oversized:
+        reason = f"too_large: record exceeds {MAX_RECORD_BYTES} bytes"
+        return Rejected(record_no, None, reason, loose)
+    if b"\x00" in line:
+        return Rejected(record_no, None, "nul_byte: raw line contains a NUL byte", loose)
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return Rejected(record_no, None, f"invalid_utf8: byte {err.start}: {err.reason}", loose)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        return Rejected(record_no, None, f"invalid_json: {err.msg} at column {err.colno}", loose)
+    except RecursionError:
+        return Rejected(record_no, None, "invalid_json: nested too deeply", loose)
+    return accept(record_no, raw, text)
+
+
+def iter_jsonl(path: Path) -> Iterator[Accepted | Rejected]:
+    """One pass over a papers.jsonl file: one outcome per non-blank line, in file order."""
+    path = Path(path)
+    try:
+        with _open(path) as stream:
+            record_no = 0
+            for line, oversized in _lines(stream):
+                if not oversized and not line.strip():
+                    continue  # blank lines are not records
+                record_no += 1
+                yield _outcome(record_no, line, oversized)
+    except (OSError, EOFError, zlib.error) as err:
+        raise DropFileError(f"{path}: unreadable: {err}") from err
+
+
+def read_jsonl(path: Path) -> RecordStream:
+    """Read a papers.jsonl file twice so that the last valid record of each pmid wins."""
+    stream = latest_wins(lambda: iter_jsonl(path))
+    logger.info("read %s: %d records", path, stream.records_in)
+    return stream

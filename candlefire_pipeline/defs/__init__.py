@@ -1,0 +1,1 @@
+"""The Dagster layer: it only wires the Dagster-free core."""

@@ -1,0 +1,55 @@
+"""pgvector_chunks and chroma_chunks: each applies one batch's embeddings to its store."""
+
+import dagster as dg
+
+from candlefire_pipeline.corpus.drops import validate_batch_key
+from candlefire_pipeline.defs.ingest_assets import embeddings
+from candlefire_pipeline.defs.partitions import ingest_batches
+from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
+from candlefire_pipeline.indexing import ApplySummary, apply_batch
+
+
+def _apply(context: dg.AssetExecutionContext, pipeline: PipelineResource, store) -> ApplySummary:
+    settings = pipeline.settings()
+    key = validate_batch_key(context.partition_key)
+    embedder = pipeline.embedder()
+    with store.open() as backend:
+        summary = apply_batch(backend, settings.batches_dir, key, embedder.model_id, embedder.dim)
+        context.log.info(
+            f"{backend.name}: {summary.rows_written} rows written, {summary.papers_replaced} "
+            f"papers replaced, {summary.papers_deleted} deleted, store holds {backend.count()}"
+        )
+        total = backend.count()
+    return summary, total
+
+
+def _metadata(summary: ApplySummary, total: int) -> dict:
+    return {
+        "rows_written": summary.rows_written,
+        "papers_replaced": summary.papers_replaced,
+        "papers_unchanged": summary.papers_unchanged,
+        "papers_superseded": summary.papers_superseded,
+        "papers_deleted": summary.papers_deleted,
+        "chunks_deleted": summary.chunks_deleted,
+        "store_chunks": total,
+        "seconds": round(summary.seconds, 3),
+        "rows_per_second": round(summary.rows_per_second, 1),
+    }
+
+
+@dg.asset(partitions_def=ingest_batches, group_name="stores", kinds={"postgres"}, deps=[embeddings])
+def pgvector_chunks(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, pgvector: PgVectorResource
+) -> dg.MaterializeResult:
+    """The batch applied to the Postgres `chunks` table (one transaction, replace by paper)."""
+    summary, total = _apply(context, pipeline, pgvector)
+    return dg.MaterializeResult(metadata=_metadata(summary, total))
+
+
+@dg.asset(partitions_def=ingest_batches, group_name="stores", kinds={"chromadb"}, deps=[embeddings])
+def chroma_chunks(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, chroma: ChromaResource
+) -> dg.MaterializeResult:
+    """The batch applied to the Chroma collection (same ids and vectors, cosine space)."""
+    summary, total = _apply(context, pipeline, chroma)
+    return dg.MaterializeResult(metadata=_metadata(summary, total))

@@ -1,0 +1,96 @@
+"""Blocking checks on both stores: current versions only, the model's dimension, agreement."""
+
+import dagster as dg
+
+from candlefire_pipeline.corpus.ledger import expected_chunks
+from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
+from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.indexing import applied_batches
+
+MAX_LISTED = 20
+
+
+def diff_hashes(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[str]]:
+    """Chunk ids missing from, extra in, or stale in `actual`."""
+    return {
+        "missing": sorted(expected.keys() - actual.keys()),
+        "orphaned": sorted(actual.keys() - expected.keys()),
+        "stale": sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
+    }
+
+
+def _diff_result(diff: dict[str, list[str]], **metadata) -> dg.AssetCheckResult:
+    counts = {kind: len(ids) for kind, ids in diff.items()}
+    listed = {f"{kind}_ids": ", ".join(ids[:MAX_LISTED]) for kind, ids in diff.items() if ids}
+    return dg.AssetCheckResult(
+        passed=not any(counts.values()), metadata={**counts, **listed, **metadata}
+    )
+
+
+def _ledger_check(store_asset, resource_key: str, store_name: str):
+    @dg.asset_check(
+        asset=store_asset,
+        name=f"{store_name}_holds_current_versions",
+        blocking=True,
+        required_resource_keys={"pipeline", resource_key},
+        description="Exactly the chunk ids and content hashes of every paper's latest version.",
+    )
+    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        settings = context.resources.pipeline.settings()
+        applied = sorted(applied_batches(settings.batches_dir, store_name))
+        expected = expected_chunks(settings.batches_dir, applied)
+        with getattr(context.resources, resource_key).open() as backend:
+            actual = backend.chunk_hashes()
+        return _diff_result(
+            diff_hashes(expected, actual), batches=len(applied), store_chunks=len(actual)
+        )
+
+    return _check
+
+
+def _dimension_check(store_asset, resource_key: str, store_name: str):
+    @dg.asset_check(
+        asset=store_asset,
+        name=f"{store_name}_dimension_matches_model",
+        blocking=True,
+        required_resource_keys={"pipeline", resource_key},
+        description="The stored vectors were made by the configured model, at its dimension.",
+    )
+    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        embedder = context.resources.pipeline.embedder()
+        with getattr(context.resources, resource_key).open() as backend:
+            stored = backend.stored_model()
+        expected = (embedder.model_id, embedder.dim)
+        return dg.AssetCheckResult(
+            passed=stored is None or tuple(stored) == expected,
+            metadata={"stored": str(stored), "configured": str(expected)},
+        )
+
+    return _check
+
+
+@dg.asset_check(
+    asset=chroma_chunks,
+    additional_deps=[pgvector_chunks],
+    blocking=True,
+    description="Chroma and pgvector hold the same chunk ids with the same content hashes.",
+)
+def stores_agree(pgvector: PgVectorResource, chroma: ChromaResource) -> dg.AssetCheckResult:
+    with pgvector.open() as pg, chroma.open() as ch:
+        pg_hashes, chroma_hashes = pg.chunk_hashes(), ch.chunk_hashes()
+    return _diff_result(
+        diff_hashes(pg_hashes, chroma_hashes),
+        pgvector_chunks=len(pg_hashes),
+        chroma_chunks=len(chroma_hashes),
+    )
+
+
+def build_store_checks() -> list[dg.AssetChecksDefinition]:
+    pairs = [(pgvector_chunks, "pgvector", "pgvector"), (chroma_chunks, "chroma", "chroma")]
+    checks = [stores_agree]
+    for asset, resource_key, store_name in pairs:
+        checks += [
+            _ledger_check(asset, resource_key, store_name),
+            _dimension_check(asset, resource_key, store_name),
+        ]
+    return checks

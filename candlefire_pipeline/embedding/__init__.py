@@ -1,0 +1,24 @@
+"""Embedders, the content-hash embedding cache and the chunks -> embeddings stage."""
+
+from candlefire_pipeline.embedding.cache import EmbeddingCache
+from candlefire_pipeline.embedding.embedders import (
+    HASHING_MODEL_ID,
+    Embedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    load_embedder,
+    logical_model_id,
+)
+from candlefire_pipeline.embedding.stage import EmbeddingSummary, write_embeddings
+
+__all__ = [
+    "HASHING_MODEL_ID",
+    "Embedder",
+    "EmbeddingCache",
+    "EmbeddingSummary",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "load_embedder",
+    "logical_model_id",
+    "write_embeddings",
+]

@@ -1,0 +1,152 @@
+"""The embedding stage: chunks.parquet -> embeddings.parquet, streamed, through the cache."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from candlefire_pipeline.corpus.schema import embedding_schema
+from candlefire_pipeline.embedding.cache import EmbeddingCache
+from candlefire_pipeline.embedding.embedders import Embedder
+
+logger = logging.getLogger(__name__)
+
+_READ_COLUMNS = ["chunk_id", "content_hash", "document"]
+
+
+@dataclass(frozen=True)
+class EmbeddingSummary:
+    """What one run of the embedding stage did; embedded + cached == chunks."""
+
+    chunks: int
+    #: texts the model encoded in this run
+    embedded: int
+    #: rows whose vector was reused (from the cache or an identical chunk earlier in the file)
+    cached: int
+    seconds: float
+    chunks_per_second: float
+    model_id: str
+    dim: int
+
+
+def _check_vectors(vectors: np.ndarray, count: int, embedder: Embedder) -> np.ndarray:
+    """The embedder's output, or a clear error when it broke the Embedder contract."""
+    if vectors.shape != (count, embedder.dim):
+        raise ValueError(
+            f"embedder {embedder.model_id!r} returned shape {vectors.shape},"
+            f" expected ({count}, {embedder.dim})"
+        )
+    return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def _embed_longest_first(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Embed texts longest first (similar lengths share a padded batch), in input order."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+    vectors = _check_vectors(embedder.embed([texts[i] for i in order]), len(texts), embedder)
+    restored = np.empty_like(vectors)
+    restored[order] = vectors
+    return restored
+
+
+def _batch_vectors(
+    batch: pa.RecordBatch, embedder: Embedder, cache: EmbeddingCache
+) -> tuple[np.ndarray, int]:
+    """Vectors for one record batch in row order, and how many texts the model encoded."""
+    hashes = batch.column("content_hash").to_pylist()
+    if None in hashes:
+        raise ValueError("chunks.parquet has a row without content_hash")
+    known = cache.get_many(embedder.model_id, hashes)
+    known = {h: v for h, v in known.items() if v.shape[0] == embedder.dim}
+    documents = batch.column("document")
+    misses: dict[str, str] = {}
+    for row, content_hash in enumerate(hashes):
+        if content_hash not in known and content_hash not in misses:
+            document = documents[row].as_py()
+            if document is None:
+                chunk_id = batch.column("chunk_id")[row].as_py()
+                raise ValueError(f"chunk {chunk_id!r} has no document to embed")
+            misses[content_hash] = document
+    if misses:
+        fresh = _embed_longest_first(embedder, list(misses.values()))
+        cache.put_many(embedder.model_id, list(misses), fresh)
+        known.update(zip(misses, fresh, strict=True))
+    out = np.empty((len(hashes), embedder.dim), dtype=np.float32)
+    for row, content_hash in enumerate(hashes):
+        out[row] = known[content_hash]
+    return out, len(misses)
+
+
+def _embedding_table(
+    batch: pa.RecordBatch, vectors: np.ndarray, embedder: Embedder, schema: pa.Schema
+) -> pa.Table:
+    rows = batch.num_rows
+    flat = pa.array(vectors.reshape(-1), type=pa.float32())
+    return pa.Table.from_arrays(
+        [
+            batch.column("chunk_id"),
+            batch.column("content_hash"),
+            pa.repeat(pa.scalar(embedder.model_id, pa.string()), rows),
+            pa.repeat(pa.scalar(embedder.dim, pa.int32()), rows),
+            pa.FixedSizeListArray.from_arrays(flat, embedder.dim),
+        ],
+        schema=schema,
+    )
+
+
+def _report(message: str, progress: Callable[[str], None] | None) -> None:
+    logger.info(message)
+    if progress is not None:
+        progress(message)
+
+
+def write_embeddings(
+    chunks_path: Path,
+    out_path: Path,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    read_batch: int = 1024,
+    progress: Callable[[str], None] | None = None,
+) -> EmbeddingSummary:
+    """Write embeddings.parquet aligned row for row with chunks.parquet; embed cache misses only."""
+    chunks_file = pq.ParquetFile(chunks_path)
+    missing = set(_READ_COLUMNS) - set(chunks_file.schema_arrow.names)
+    if missing:
+        raise ValueError(f"{chunks_path} lacks chunk columns {sorted(missing)}")
+    total = chunks_file.metadata.num_rows
+    schema = embedding_schema(embedder.dim)
+    out_path = Path(out_path)
+    tmp_path = out_path.with_name(out_path.name + ".tmp")
+    started = time.perf_counter()
+    done = embedded = 0
+    try:
+        with pq.ParquetWriter(tmp_path, schema) as writer:
+            for batch in chunks_file.iter_batches(batch_size=read_batch, columns=_READ_COLUMNS):
+                vectors, fresh = _batch_vectors(batch, embedder, cache)
+                writer.write_table(_embedding_table(batch, vectors, embedder, schema))
+                done += batch.num_rows
+                embedded += fresh
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                cached = done - embedded
+                message = f"embedded {done}/{total} chunks ({cached} cached), {rate:.0f} chunks/s"
+                _report(message, progress)
+        os.replace(tmp_path, out_path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+    seconds = time.perf_counter() - started
+    return EmbeddingSummary(
+        chunks=done,
+        embedded=embedded,
+        cached=done - embedded,
+        seconds=seconds,
+        chunks_per_second=done / seconds if seconds > 0 else 0.0,
+        model_id=embedder.model_id,
+        dim=embedder.dim,
+    )

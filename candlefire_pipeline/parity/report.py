@@ -1,0 +1,248 @@
+"""The parity report (JSON + Markdown on disk) and the gates that decide the serving flip."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from candlefire_pipeline.settings import ParityThresholds
+
+DIVERGENCE_KINDS = ("case", "short_term", "missing_chunk", "ann_miss", "order", "other")
+REPORT_GLOB = "parity-*.json"
+
+
+@dataclass
+class QueryRow:
+    """One query's comparison: candidate vs reference top-k PMIDs, agreement flags, latency."""
+
+    query_id: str
+    text: str
+    top: dict[str, list[str]]  # backend -> final top-k PMIDs, best first
+    overlap: float
+    jaccard: float
+    recall: float
+    rbo: float
+    grounding_equal: bool
+    keyword_equal: bool
+    latency_ms: dict[str, float]  # the whole retrieve() call
+    store_ms: dict[str, float] = field(default_factory=dict)  # latency_ms minus query embedding
+    ann_recall: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Divergence:
+    """One disagreement between reference and candidate, with the cause it was traced to."""
+
+    kind: str  # one of DIVERGENCE_KINDS
+    field: str  # "top15" | "keyword" | "grounding" | "inventory"
+    query_id: str | None = None
+    pmid: str | None = None
+    term: str | None = None
+    chunk_id: str | None = None
+    present_in: str | None = None  # the backend that has the PMID / chunk / says True
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class GateResult:
+    name: str
+    passed: bool
+    value: float
+    threshold: float
+    detail: str
+
+
+@dataclass
+class ParityReport:
+    report_id: str
+    created_at: str  # UTC ISO 8601, e.g. 2025-06-07T03:00:00.123456+00:00
+    reference: str
+    candidate: str
+    oracle: str | None
+    backends: list[str]
+    queries: list[QueryRow]
+    aggregates: dict
+    divergences: list[Divergence]
+    chunk_counts: dict[str, int]
+    inventory: dict = field(default_factory=dict)  # reference-vs-candidate chunk_hashes diff
+
+    # numbers ----------------------------------------------------------------------
+    def latency(self, backend: str, stat: str, store_only: bool = False) -> float:
+        """A latency statistic in ms of the whole retrieve(), or (store_only) without the query
+        embedding, which is the same model call whatever the backend."""
+        table = self.aggregates["store_latency_ms" if store_only else "latency_ms"]
+        return float(table[backend][stat])
+
+    def p95_ratio(self) -> float:
+        """candidate / reference p95 of the store part of retrieve() (1.0 when both are 0)."""
+        ref = self.latency(self.reference, "p95", store_only=True)
+        cand = self.latency(self.candidate, "p95", store_only=True)
+        if ref <= 0.0:
+            return 1.0 if cand <= 0.0 else float("inf")
+        return cand / ref
+
+    def headline(self) -> dict[str, float]:
+        """The report's key figures as flat numbers (Dagster metadata, `candlefire status`)."""
+        agg = self.aggregates
+        out = {
+            "mean_overlap": float(agg["mean_overlap"]),
+            "min_overlap": float(agg["min_overlap"]),
+            "grounding_agreement": float(agg["grounding_agreement"]),
+            "keyword_agreement": float(agg["keyword_agreement"]),
+            "p95_ratio": self.p95_ratio(),
+            "divergences": float(len(self.divergences)),
+        }
+        for backend in self.backends:
+            out[f"p50_ms_{backend}"] = self.latency(backend, "p50")
+            out[f"p95_ms_{backend}"] = self.latency(backend, "p95")
+            out[f"p95_store_ms_{backend}"] = self.latency(backend, "p95", store_only=True)
+        for backend, value in agg.get("ann_recall", {}).items():
+            out[f"ann_recall_{backend}"] = float(value)
+        return out
+
+    # serialization ----------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ParityReport:
+        values = dict(data)
+        values["queries"] = [QueryRow(**row) for row in data["queries"]]
+        values["divergences"] = [Divergence(**d) for d in data["divergences"]]
+        return cls(**values)
+
+    def to_markdown(self, thresholds: ParityThresholds | None = None) -> str:
+        """Headline table, gate table (default thresholds unless given), per-query table and
+        the divergence list."""
+        return "\n".join(
+            [
+                f"# Parity report {self.report_id}",
+                "",
+                f"Created {self.created_at}. Reference `{self.reference}`, candidate "
+                f"`{self.candidate}`, oracle `{self.oracle or '-'}`; {len(self.queries)} queries. "
+                "Chunks: " + ", ".join(f"{b} {n}" for b, n in self.chunk_counts.items()) + ".",
+                "",
+                *_table(("metric", "value"), [(k, f"{v:.4g}") for k, v in self.headline().items()]),
+                "",
+                "## Gates",
+                "",
+                *_gate_table(evaluate_gates(self, thresholds or ParityThresholds())),
+                "",
+                "## Queries",
+                "",
+                *_query_table(self),
+                "",
+                f"## Divergences ({len(self.divergences)})",
+                "",
+                *_divergence_table(self.divergences),
+                "",
+            ]
+        )
+
+    def write(self, reports_dir: Path) -> tuple[Path, Path]:
+        """Write parity-<id>.json and .md atomically; return (json_path, md_path)."""
+        reports_dir = Path(reports_dir)
+        reports_dir.mkdir(parents=True, exist_ok=True)
+        md_path = _write_atomic(reports_dir / f"parity-{self.report_id}.md", self.to_markdown())
+        # JSON last: load_latest only sees a report once both files exist.
+        json_path = _write_atomic(reports_dir / f"parity-{self.report_id}.json", self.to_json())
+        return json_path, md_path
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_latest(reports_dir: Path) -> ParityReport | None:
+    """The newest report in reports_dir (ids start with a UTC timestamp), or None."""
+    paths = sorted(Path(reports_dir).glob(REPORT_GLOB)) if Path(reports_dir).is_dir() else []
+    if not paths:
+        return None
+    return ParityReport.from_dict(json.loads(paths[-1].read_text(encoding="utf-8")))
+
+
+def evaluate_gates(report: ParityReport, thresholds: ParityThresholds) -> list[GateResult]:
+    """The blocking checks for the flip, from the report alone (the staleness gate is separate)."""
+    agg = report.aggregates
+    grounding = float(agg["grounding_agreement"])
+    mean_overlap = float(agg["mean_overlap"])
+    ratio = report.p95_ratio()
+    counts = report.chunk_counts
+    ref_count, cand_count = counts[report.reference], counts[report.candidate]
+    differing = int(report.inventory.get("differing", 0))
+    return [
+        GateResult(
+            "grounding_agreement", grounding >= thresholds.grounding_agreement, grounding,
+            thresholds.grounding_agreement,
+            f"{agg['grounding_checks']} grounding booleans compared",
+        ),
+        GateResult(
+            "mean_overlap", mean_overlap >= thresholds.mean_overlap, mean_overlap,
+            thresholds.mean_overlap,
+            f"mean top-15 PMID overlap over {len(report.queries)} queries "
+            f"(min {float(agg['min_overlap']):.3f})",
+        ),
+        GateResult(
+            "p95_ratio", ratio <= thresholds.p95_ratio, ratio, thresholds.p95_ratio,
+            f"store-side p95 (query embedding excluded): {report.candidate} "
+            f"{report.latency(report.candidate, 'p95', True):.1f} ms vs {report.reference} "
+            f"{report.latency(report.reference, 'p95', True):.1f} ms",
+        ),
+        GateResult(
+            "chunk_counts_equal", ref_count == cand_count and differing == 0,
+            float(abs(cand_count - ref_count) + differing), 0.0,
+            f"{report.reference} {ref_count} chunks, {report.candidate} {cand_count}; "
+            f"{differing} chunk ids missing or different on one side",
+        ),
+    ]  # fmt: skip
+
+
+def _cell(value: object) -> str:
+    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+
+
+def _gate_table(gates: list[GateResult]) -> list[str]:
+    rows = [
+        (g.name, "pass" if g.passed else "FAIL", f"{g.value:.4g}", f"{g.threshold:.4g}", g.detail)
+        for g in gates
+    ]
+    return _table(("gate", "result", "value", "threshold", "detail"), rows)
+
+
+def _query_table(report: ParityReport) -> list[str]:
+    header = ("query", "overlap", "jaccard", "rbo", "grounding", "keywords") + tuple(
+        f"{b} ms" for b in report.backends
+    )
+    rows = [
+        (
+            row.query_id, f"{row.overlap:.3f}", f"{row.jaccard:.3f}", f"{row.rbo:.3f}",
+            "=" if row.grounding_equal else "DIFF", "=" if row.keyword_equal else "DIFF",
+            *(f"{row.latency_ms[b]:.1f}" for b in report.backends),
+        )
+        for row in report.queries
+    ]  # fmt: skip
+    return _table(header, rows)
+
+
+def _divergence_table(divergences: list[Divergence]) -> list[str]:
+    if not divergences:
+        return ["None: every compared result agrees."]
+    rows = [
+        (d.query_id or "-", d.kind, d.field, d.pmid or d.term or "-", d.chunk_id or "-",
+         d.present_in or "-", d.detail)
+        for d in divergences
+    ]  # fmt: skip
+    return _table(("query", "kind", "field", "pmid/term", "chunk", "present in", "detail"), rows)

@@ -1,0 +1,43 @@
+"""`candlefire query`: the full retriever on one backend, formatted for a terminal."""
+
+from __future__ import annotations
+
+from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.embedding import load_embedder
+from candlefire_pipeline.parity_run import build_oracle
+from candlefire_pipeline.retrieval.rerank import load_reranker
+from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
+from candlefire_pipeline.settings import Settings
+
+
+def run_query(
+    settings: Settings, backend_name: str, text: str, entities: list[str], terms: list[str]
+) -> Retrieval:
+    embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+    if backend_name == "memory":
+        backend = build_oracle(settings, embedder)
+    else:
+        backend = open_backend(backend_name, settings)
+    try:
+        reranker = load_reranker(settings.retrieval.reranker_model)
+        retriever = Retriever(backend, embedder, settings.retrieval, reranker)
+        return retriever.retrieve(text, entity_names=entities, terms=terms)
+    finally:
+        backend.close()
+
+
+def format_retrieval(retrieval: Retrieval, terms: list[str]) -> str:
+    lines = [f"{'#':>2}  {'PMID':<12} {'year':>4}  {'final':>8} {'rerank':>8} {'rrf':>7}  title"]
+    for rank, row in enumerate(retrieval.results, 1):
+        lines.append(
+            f"{rank:>2}  {row['pmid']:<12} {row.get('year') or '':>4}  {row['final_score']:8.4f} "
+            f"{row['rerank_score']:8.4f} {row['rrf_score']:7.4f}  {row['title'][:70]}"
+        )
+    for term in terms:
+        g = retrieval.grounding[term]
+        lines.append(
+            f"term {term!r}: grounded in corpus={g['corpus']}, in abstract={g['abstract']}"
+        )
+    timing = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in retrieval.timings.items())
+    lines.append(f"timings: {timing}")
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""Backend-independent ranking on result dicts: RRF fusion, recency and citation boost.
+
+Result dicts are backends.base.ResultRow plus score keys added along the way
+(rrf_score, rerank_score, final_score). Every function returns new dicts and never
+mutates its input, so one candidate list can feed several rankings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+
+def _similarity_key(row: dict) -> float:
+    similarity = row.get("similarity")
+    return -math.inf if similarity is None else similarity
+
+
+def rrf_merge(lists: Sequence[Iterable[dict]], k: int = 10, top: int = 20) -> list[dict]:
+    """Reciprocal-rank fusion: score(pmid) = sum over lists of 1 / (k + rank), rank 1-based.
+
+    A PMID counts once per list, at its best (first) rank there. The dict kept for a PMID is
+    the one with the highest similarity across lists (the first seen on a tie). Ties in score
+    keep the order of first appearance, scanning the lists in order and each list top-down.
+    Scores are summed with math.fsum so equal rank multisets give bit-equal scores.
+    """
+    if k < 0 or top < 0:
+        raise ValueError(f"rrf_merge needs k >= 0 and top >= 0, got k={k}, top={top}")
+    contributions: dict[str, list[float]] = {}
+    best: dict[str, dict] = {}
+    for ranked in lists:
+        seen_here: set[str] = set()
+        for rank, row in enumerate(ranked, start=1):
+            pmid = row["pmid"]
+            if pmid in seen_here:
+                continue
+            seen_here.add(pmid)
+            contributions.setdefault(pmid, []).append(1.0 / (k + rank))
+            if pmid not in best or _similarity_key(row) > _similarity_key(best[pmid]):
+                best[pmid] = row
+    scores = {pmid: math.fsum(parts) for pmid, parts in contributions.items()}
+    # sorted() is stable and dicts keep insertion order, which is first appearance.
+    order = sorted(scores, key=lambda pmid: -scores[pmid])[:top]
+    return [{**best[pmid], "rrf_score": scores[pmid]} for pmid in order]
+
+
+def recency_factor(
+    year: int | None, start: int = 1990, end: int = 2025, max_factor: float = 1.5
+) -> float:
+    """1.0 at or before `start`, `max_factor` at or after `end`, linear between.
+
+    An unknown year (None) gets 1.0: no recency bonus rather than a guessed one.
+    """
+    if end <= start:
+        raise ValueError(f"recency window must have end > start, got {start}..{end}")
+    if year is None:
+        return 1.0
+    fraction = min(max((year - start) / (end - start), 0.0), 1.0)
+    return 1.0 + (max_factor - 1.0) * fraction
+
+
+def apply_citation_boost(
+    results: Iterable[dict], start: int = 1990, end: int = 2025, max_factor: float = 1.5
+) -> list[dict]:
+    """final_score = rerank_score x ln(citation_count + 2) x recency factor; best first, stable.
+
+    Each row needs a rerank_score (see rerank.rerank). A missing citation_count counts as 0.
+    """
+    boosted = []
+    for row in results:
+        if row.get("rerank_score") is None:
+            raise ValueError(f"row {row.get('chunk_id')!r} has no rerank_score to boost")
+        citations = row.get("citation_count") or 0
+        if citations < 0:
+            raise ValueError(f"row {row.get('chunk_id')!r} has citation_count {citations} < 0")
+        factor = recency_factor(row.get("year"), start, end, max_factor)
+        final = row["rerank_score"] * math.log(citations + 2) * factor
+        boosted.append({**row, "final_score": final})
+    return sorted(boosted, key=lambda row: -row["final_score"])

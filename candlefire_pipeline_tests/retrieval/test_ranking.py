@@ -1,0 +1,118 @@
+"""RRF fusion, recency factor and citation boost, checked against hand-worked arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from candlefire_pipeline.retrieval.ranking import apply_citation_boost, recency_factor, rrf_merge
+
+
+def row(pmid: str, similarity: float | None = 0.5, chunk: str = "", **extra) -> dict:
+    return {"pmid": pmid, "chunk_id": chunk or pmid, "similarity": similarity, **extra}
+
+
+def test_rrf_scores_and_tie_order_by_hand():
+    lists = [
+        [row("A", 0.5), row("B"), row("C")],
+        [row("B"), row("D")],
+        [row("C"), row("A", 0.9, chunk="A_s2")],
+    ]
+    merged = rrf_merge(lists, k=10, top=20)
+    # A: ranks 1 and 2 -> 1/11 + 1/12; B: ranks 2 and 1 -> the same sum, a tie that A wins
+    # because it appears first; C: ranks 3 and 1 -> 1/13 + 1/11; D: rank 2 -> 1/12.
+    assert [r["pmid"] for r in merged] == ["A", "B", "C", "D"]
+    assert merged[0]["rrf_score"] == merged[1]["rrf_score"]
+    assert merged[0]["rrf_score"] == pytest.approx(1 / 11 + 1 / 12)
+    assert merged[2]["rrf_score"] == pytest.approx(1 / 13 + 1 / 11)
+    assert merged[3]["rrf_score"] == pytest.approx(1 / 12)
+    # the dict kept for A is its most similar one, from the third list
+    assert merged[0]["chunk_id"] == "A_s2" and merged[0]["similarity"] == 0.9
+
+
+@pytest.mark.parametrize(
+    ("lists", "k", "top", "expected"),
+    [
+        ([["A", "B"], ["A"]], 10, 2, ["A", "B"]),
+        ([["A", "B"], ["A"]], 10, 1, ["A"]),
+        ([["A", "B"], ["A"]], 10, 0, []),
+        # k=0: X = 1 + 1/2 = 1.5, Y = 1/2 + 1/2 + 1 = 2.0, Z = 1 -> Y, X, Z
+        ([["X", "Y"], ["Z", "Y"], ["Y", "X"]], 0, 3, ["Y", "X", "Z"]),
+        # k=60 flattens ranks: B at ranks 2+2 (2/62) beats A at rank 1 once (1/61)
+        ([["A", "B"], ["C", "B"]], 60, 3, ["B", "A", "C"]),
+    ],
+)
+def test_rrf_k_and_top(lists, k, top, expected):
+    ranked = [[row(pmid) for pmid in pmids] for pmids in lists]
+    assert [r["pmid"] for r in rrf_merge(ranked, k=k, top=top)] == expected
+
+
+def test_rrf_counts_a_pmid_once_per_list_but_keeps_positions():
+    merged = rrf_merge([[row("A"), row("A"), row("B")]], k=10)
+    scores = {r["pmid"]: r["rrf_score"] for r in merged}
+    assert scores == pytest.approx({"A": 1 / 11, "B": 1 / 13})
+
+
+def test_rrf_does_not_mutate_inputs_and_handles_empty_lists():
+    first = row("A")
+    merged = rrf_merge([[], [first], []])
+    assert "rrf_score" not in first and merged[0]["rrf_score"] == pytest.approx(1 / 11)
+    assert rrf_merge([]) == []
+
+
+def test_rrf_none_similarity_loses_to_a_number():
+    merged = rrf_merge([[row("A", None, chunk="plain")], [row("A", 0.1, chunk="scored")]])
+    assert merged[0]["chunk_id"] == "scored"
+
+
+@pytest.mark.parametrize(
+    ("year", "expected"),
+    [
+        (None, 1.0),
+        (1950, 1.0),
+        (1990, 1.0),
+        (2011, 1.3),  # 21/35 of the way -> 1 + 0.5 * 0.6
+        (2025, 1.5),
+        (2031, 1.5),
+    ],
+)
+def test_recency_factor_linear_and_clamped(year, expected):
+    assert recency_factor(year) == pytest.approx(expected)
+
+
+def test_recency_factor_custom_window_and_bad_window():
+    assert recency_factor(2005, start=2000, end=2010, max_factor=3.0) == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        recency_factor(2000, start=2010, end=2010)
+
+
+@pytest.mark.parametrize(
+    ("rerank_score", "citations", "year", "expected"),
+    [
+        (2.0, 0, 1990, 2.0 * math.log(2)),
+        (2.0, 5, 2025, 2.0 * math.log(7) * 1.5),
+        (0.5, 100, 2011, 0.5 * math.log(102) * 1.3),
+        (1.0, None, None, math.log(2)),
+    ],
+)
+def test_citation_boost_formula(rerank_score, citations, year, expected):
+    [boosted] = apply_citation_boost(
+        [row("A", rerank_score=rerank_score, citation_count=citations, year=year)]
+    )
+    assert boosted["final_score"] == pytest.approx(expected)
+
+
+def test_citation_boost_reorders_and_is_stable():
+    rows = [
+        row("new", rerank_score=1.0, citation_count=0, year=2025),  # ln 2 x 1.5 = 1.040
+        row("cited", rerank_score=1.0, citation_count=1, year=1990),  # ln 3 = 1.099
+        row("twin1", rerank_score=0.5, citation_count=3, year=2000),
+        row("twin2", rerank_score=0.5, citation_count=3, year=2000),
+    ]
+    assert [r["pmid"] for r in apply_citation_boost(rows)] == ["cited", "new", "twin1", "twin2"]
+
+
+def test_citation_boost_needs_a_rerank_score():
+    with pytest.raises(ValueError, match="rerank_score"):
+        apply_citation_boost([row("A", citation_count=1, year=2000)])

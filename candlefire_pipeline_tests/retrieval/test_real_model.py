@@ -1,0 +1,58 @@
+"""The real packaged sentence-transformers model through retrieve() on the memory oracle."""
+
+from __future__ import annotations
+
+import pytest
+
+from candlefire_pipeline.backends.base import DimensionMismatchError
+from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.embedding import load_embedder
+from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.settings import DEFAULT_MODEL_ID, RetrievalSettings
+from candlefire_pipeline_tests.retrieval import als_corpus as als
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    # load_embedder caches per process, so this shares the session's single model load
+    return load_embedder(DEFAULT_MODEL_ID)
+
+
+@pytest.fixture(scope="module")
+def real_store(minilm):
+    backend = MemoryBackend()
+    backend.ensure_schema(minilm.model_id, minilm.dim)
+    backend.replace_papers(als.store_rows(minilm))
+    yield backend
+    backend.close()
+
+
+def test_real_model_retrieve(real_store, minilm):
+    retriever = Retriever(real_store, minilm, RetrievalSettings())
+    result = retriever.retrieve(
+        "SPG302 synaptic ALS mice", entity_names=["TDP-43", "SOD1"], terms=["SPG302", "ATXN2"]
+    )
+    # the query is 1001's document word for word, so the model must put it first
+    assert result.semantic_pmids[0] == "1001"
+    # substring hits do not depend on the model: 1001, 1002, 1003 (SPG-302 body), 1007 (ATXN2)
+    assert sorted(result.keyword_pmids) == ["1001", "1002", "1003", "1007"]
+    assert result.grounding == {
+        "SPG302": {"corpus": True, "abstract": True},
+        "ATXN2": {"corpus": True, "abstract": False},
+    }
+    # 8 papers < semantic_n=20, so every paper is fused and all fit in the top 15
+    assert sorted(result.pmids) == [p.pmid for p in als.PAPERS]
+    finals = [row["final_score"] for row in result.results]
+    assert finals == sorted(finals, reverse=True)
+    # identical text embeds identically: cosine 1 up to float error
+    by_pmid = {row["pmid"]: row for row in result.results}
+    assert by_pmid["1001"]["similarity"] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_real_model_refuses_a_hashing_store(minilm):
+    backend = MemoryBackend()
+    embed = als.embedder()
+    backend.ensure_schema(embed.model_id, embed.dim)
+    backend.replace_papers(als.store_rows(embed))
+    with pytest.raises(DimensionMismatchError, match="384"):
+        Retriever(backend, minilm)
