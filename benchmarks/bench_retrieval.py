@@ -16,6 +16,7 @@ from benchmarks import retrieval_latency as lat
 from benchmarks._report import write_section
 from benchmarks.retrieval_data import (
     LATENCY_CHUNKS,
+    bench_dir,
     entity_pool,
     ndcg_at,
     recall_at,
@@ -41,6 +42,7 @@ from candlefire_pipeline.settings import DEFAULT_MODEL_ID
 logger = logging.getLogger("bench_retrieval")
 ANCHOR = "candle-fire's own retriever on embedded Chroma, 62,196 chunks: p50 4.3 s / p95 4.6 s"
 EF_SWEEP = (40, 100, 200)
+PARTS = ("quality", "latency")
 
 
 def quality(embedder, dsn: str) -> tuple[list[str], dict]:
@@ -83,8 +85,8 @@ def quality(embedder, dsn: str) -> tuple[list[str], dict]:
 def latency(embedder, dsn: str, n_requests: int) -> list[str]:
     """Full retrieve() per backend on LATENCY_CHUNKS synthetic chunks; stage and ANN figures."""
     records = scifact_records()
-    chunks = scifact_chunks(records)  # row i embeds records[i]
-    base = cached(embedder, [c["document"] for c in chunks], [c["content_hash"] for c in chunks])
+    # real embeddings of the SciFact titles (row i = records[i]) seed the synthetic vectors
+    base = cached(embedder, [r["title"] for r in records])
     corpus = synthetic_corpus(records, base)
     rows = rows_table(corpus.chunks, corpus.vectors, embedder.model_id, "synthetic")
     stores = {name: open_store(name, dsn, "latency") for name in BACKENDS}
@@ -94,9 +96,9 @@ def latency(embedder, dsn: str, n_requests: int) -> list[str]:
     retrievers = {name: Retriever(s, embedder) for name, s in stores.items()}
     lines = [
         f"Full `retrieve()` on {rows.num_rows:,} synthetic chunks (mixtures of real SciFact"
-        " embeddings + noise, normalized, ~1,000-char documents), real model for the query and"
-        f" 12 entity names (one embed call), 3 grounding terms; {n_requests} requests, 3 warm-up,"
-        " backends interleaved; no reranker configured (RRF order).",
+        " title embeddings + noise, normalized, ~1,000-char documents), real model for the query"
+        f" and 12 entity names (one embed call), 3 grounding terms; {n_requests} requests,"
+        " 3 warm-up, backends interleaved; no reranker configured (RRF order).",
         f"Load seconds (0 = reused cache): {', '.join(f'{k} {v:.0f}' for k, v in loads.items())}.",
         "",
         "p50 / p95 in ms per stage:",
@@ -212,24 +214,27 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     embedder = load_embedder(DEFAULT_MODEL_ID)
-    sections = []
     with embedded_postgres() as dsn:
         if not args.skip_quality:
             started = time.perf_counter()
             lines, _ = quality(embedder, dsn)
-            sections += ["### Quality (SciFact)", "", *lines, ""]
+            save_part("quality", ["### Quality (SciFact)", "", *lines])
             logger.info("quality done in %.0f s", time.perf_counter() - started)
         if not args.skip_latency:
             started = time.perf_counter()
-            sections += [
-                f"### Latency ({LATENCY_CHUNKS:,} chunks)",
-                "",
-                *latency(embedder, dsn, args.requests),
-            ]
+            lines = latency(embedder, dsn, args.requests)
+            save_part("latency", [f"### Latency ({LATENCY_CHUNKS:,} chunks)", "", *lines])
             logger.info("latency done in %.0f s", time.perf_counter() - started)
-    markdown = "\n".join(sections)
+    markdown = "\n\n".join(
+        path.read_text() for part in PARTS if (path := bench_dir() / f"{part}.md").exists()
+    )
     print(markdown)
     write_section("retrieval", "## Retrieval\n\n" + markdown)
+
+
+def save_part(part: str, lines: list[str]) -> None:
+    """Keep each part's latest figures, so a run of one part does not drop the other."""
+    (bench_dir() / f"{part}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
@@ -111,8 +110,10 @@ def pg_server() -> Iterator[EmbeddedPostgres]:
     with pg_data_root() as root:
         server = EmbeddedPostgres(root / "data")
         server.dsn  # noqa: B018 - starts it now, so the first test does not pay for it
-        yield server
-        server.stop()
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -133,6 +134,8 @@ def make_backend(request, tmp_path: Path) -> Iterator[Callable[..., object]]:
                 dsn, table=f"t_{suffix}", substring_mode=substring_mode, **kwargs
             )
         elif name == "chroma":
+            from candlefire_pipeline.backends.chroma import ChromaBackend  # heavy: import on use
+
             path = tmp_path / f"chroma_{suffix}"
             store = ChromaBackend(
                 path=path, collection=f"c_{suffix}", substring_mode=substring_mode, **kwargs

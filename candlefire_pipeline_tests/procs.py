@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 #: How long a server may take to come up; a bound on waiting, not a performance assertion.
@@ -27,6 +30,22 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def scratch_dir(label: str) -> Iterator[Path]:
+    """A temp dir outside pytest's tmp root, deleted at exit.
+
+    For servers that run as another user (pgserver runs Postgres as `pgserver` when we are
+    root): pytest re-closes /tmp/pytest-of-<user> to 0700 whenever any pytest session starts,
+    and such a server then loses its own data directory mid-test
+    (`pg_ctl: could not access directory ...: Permission denied`).
+    """
+    root = Path(tempfile.mkdtemp(prefix=f"candlefire-{label}-"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _child_setup() -> None:

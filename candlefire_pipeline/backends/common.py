@@ -196,7 +196,9 @@ def matches_nothing(where: Filter | None) -> bool:
     if where.pmids is not None and len(where.pmids) == 0:
         return True
     return (
-        where.min_year is not None and where.max_year is not None and where.min_year > where.max_year
+        where.min_year is not None
+        and where.max_year is not None
+        and where.min_year > where.max_year
     )
 
 

@@ -140,16 +140,20 @@ class MemoryBackend:
         return 0 if self._table is None else self._table.num_rows
 
     def paper_hashes(self) -> dict[str, str]:
-        view = self._current()
-        return {} if view is None else {r["pmid"]: r["paper_hash"] for r in view.records}
+        return self._column_map("pmid", "paper_hash")
 
     def chunk_hashes(self) -> dict[str, str]:
-        view = self._current()
-        return {} if view is None else {r["chunk_id"]: r["content_hash"] for r in view.records}
+        return self._column_map("chunk_id", "content_hash")
+
+    def _column_map(self, key: str, value: str) -> dict[str, str]:
+        table = self._table
+        if table is None:
+            return {}
+        return dict(zip(table[key].to_pylist(), table[value].to_pylist(), strict=True))
 
     def has_paper(self, pmid: str) -> bool:
-        view = self._current()
-        return view is not None and bool((view.pmid == pmid).any())
+        table = self._table
+        return table is not None and pc.any(pc.equal(table["pmid"], pmid)).as_py() is True
 
     def stored_model(self) -> tuple[str, int] | None:
         return self._model
@@ -200,4 +204,3 @@ class MemoryBackend:
 
     def close(self) -> None:
         """Nothing to release; the data lives as long as the object."""
-

@@ -90,7 +90,10 @@ def create_indexes(names: Names, m: int, ef_construction: int) -> list[sql.Compo
             "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops) "
             "WITH (m = {m}, ef_construction = {ef})"
         ).format(
-            i=names.hnsw, t=names.ident(), m=sql.Literal(int(m)), ef=sql.Literal(int(ef_construction))
+            i=names.hnsw,
+            t=names.ident(),
+            m=sql.Literal(int(m)),
+            ef=sql.Literal(int(ef_construction)),
         ),
     ]
 
@@ -166,7 +169,10 @@ def semantic_query(names: Names, where: Filter, vectors: list, n: int):
         ORDER BY q.ord, c.distance, c.chunk_id COLLATE "C"
         """
     ).format(
-        cols=result_columns(), inner_cols=result_columns(), t=names.ident(), cond=_conjunction(conds)
+        cols=result_columns(),
+        inner_cols=result_columns(),
+        t=names.ident(),
+        cond=_conjunction(conds),
     )
     return query, [vectors, *params, n]
 

@@ -32,7 +32,9 @@ def connect(dsn: str) -> psycopg.Connection:
     try:
         password = conninfo_to_dict(dsn).get("password") or ""
     except psycopg.Error:
-        raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)") from None
+        raise BackendUnavailableError(
+            "the Postgres DSN cannot be parsed (value not shown)"
+        ) from None
     try:
         return psycopg.connect(dsn, autocommit=True, connect_timeout=15)
     except psycopg.Error as exc:
@@ -76,13 +78,12 @@ class PgVectorBackend:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
             register_vector(conn)
             conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(self.ef_search)])
-            # pgvector 0.8: keep scanning the graph until a filtered ANN query has its n rows.
-            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
         except psycopg.Error as exc:
             conn.close()
             raise BackendUnavailableError(
                 f"Postgres at {redact_dsn(self._dsn)} cannot provide pgvector + pg_trgm: {exc}"
             ) from None
+        _enable_iterative_scan(conn)
         return conn
 
     @property
@@ -268,6 +269,14 @@ class PgVectorBackend:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _enable_iterative_scan(conn: psycopg.Connection) -> None:
+    """pgvector >= 0.8: keep walking the graph until a filtered ANN query has its n rows."""
+    try:
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
+    except psycopg.Error:
+        log.warning("pgvector < 0.8: filtered ANN queries may return fewer than n rows")
 
 
 def _result(row: Sequence) -> ResultRow:

@@ -75,9 +75,8 @@ def _write_atomic(path: Path, text: str) -> Path:
 
 def _topic(rng: random.Random, number: int) -> dict[str, str]:
     """The template slots of one paper; the first papers cycle through every drug spelling."""
-    drug, spelling = (
-        _SPELLINGS[number - 1] if number <= len(_SPELLINGS) else rng.choice(_SPELLINGS)
-    )
+    cycling = number <= len(_SPELLINGS)
+    drug, spelling = _SPELLINGS[number - 1] if cycling else rng.choice(_SPELLINGS)
     outcome = rng.choice(vocab.OUTCOMES)
     return {
         "drug_name": drug,

@@ -73,14 +73,22 @@ def _documents(ctx: TraceContext, backend: str, pmid: str) -> list[str]:
 
 
 def _term_kind(term: str, documents: Sequence[str]) -> str | None:
-    """ "short_term" / "case" when that explains why `term` matches these documents on one side."""
+    """ "short_term" / "case" when that explains why `term` matches these documents on one side.
+
+    "case" needs only one chunk that matches case-insensitively alone: it changes the paper's
+    best-matching chunk, and with it the paper's place in the keyword list, on one side only.
+    """
     variants = term_variants(term)
     short = [v.casefold() for v in variants if len(v) < SHORT_TERM_CHARS]
     if any(v in d.casefold() for v in short for d in documents):
         return "short_term"
-    exact = any(v in d for v in variants for d in documents)
-    folded = any(v.casefold() in d.casefold() for v in variants for d in documents)
-    return "case" if folded and not exact else None
+    for document in documents:
+        folded = document.casefold()
+        if not any(v in document for v in variants) and any(
+            v.casefold() in folded for v in variants
+        ):
+            return "case"
+    return None
 
 
 def _missing_chunk(ctx: TraceContext, pmid: str, **fields) -> Divergence | None:

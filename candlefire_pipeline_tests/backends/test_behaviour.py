@@ -40,9 +40,7 @@ def test_replace_delete_count_and_inventory(backend):
     assert backend.stored_model() == ("test", DIM)
     assert backend.count() == 4
     assert backend.paper_hashes() == {"1": "p-1", "2": "p-2", "3": "p-3"}
-    assert backend.chunk_hashes() == {
-        "1": "c-1-0", "2_s0": "c-2-0", "2_s1": "c-2-1", "3": "c-3-0"
-    }
+    assert backend.chunk_hashes() == {"1": "c-1-0", "2_s0": "c-2-0", "2_s1": "c-2-1", "3": "c-3-0"}
     assert backend.has_paper("2") and not backend.has_paper("4")
 
     # replacing paper 2 with one chunk drops its other chunk and leaves papers 1 and 3 alone
@@ -115,7 +113,9 @@ def test_substring_metacharacters_match_literally(backend, term, hit, miss):
 
 def test_short_terms_match_on_every_backend(backend):
     """Measured: chromadb 1.5.9 matches 1-2 character terms too (see chroma.SHORT_TERMS_MATCH)."""
-    backend.replace_papers(rows_for([chunk("1", document="IL-6 and TNF"), chunk("2", document="z")]))
+    backend.replace_papers(
+        rows_for([chunk("1", document="IL-6 and TNF"), chunk("2", document="z")])
+    )
     assert backend.contains(["IL"])
     assert backend.contains(["z"])
     assert not backend.contains(["q"])
@@ -203,7 +203,9 @@ def test_semantic_fan_out_returns_one_list_per_vector(backend):
 def test_substring_candidates_are_in_semantic_order(backend):
     vectors = unit_vectors(5, DIM, seed=4)
     docs = ["has KEY", "no", "KEY too", "also KEY", "nothing"]
-    backend.replace_papers(make_rows([chunk(str(i), document=d) for i, d in enumerate(docs)], vectors))
+    backend.replace_papers(
+        make_rows([chunk(str(i), document=d) for i, d in enumerate(docs)], vectors)
+    )
     query = vectors[3]
     found = backend.substring_candidates(["KEY"], query, 2)
     expected = sorted([0, 2, 3], key=lambda i: -float(vectors[i] @ query))[:2]

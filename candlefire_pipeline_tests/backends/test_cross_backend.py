@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter
-from candlefire_pipeline_tests.fixtures_backends import BACKEND_NAMES, chunk, make_rows, unit_vectors
+from candlefire_pipeline_tests.fixtures_backends import (
+    BACKEND_NAMES,
+    chunk,
+    make_rows,
+    unit_vectors,
+)
 
 DIM = 16
 WORDS = ["SPG302", "tau", "IL-6", "amyloid", "kinase", "50%", "x_y"]

@@ -21,7 +21,9 @@ from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 @pytest.fixture
 def settings(tmp_path, pg_dsn) -> Settings:
     base = Settings.from_env().with_data_dir(tmp_path)
-    return replace(base, pg_dsn=pg_dsn, pg_table="factory_chunks")
+    return replace(
+        base, pg_dsn=pg_dsn, pg_table="factory_chunks", substring_mode="like", chroma_host=None
+    )
 
 
 @pytest.mark.parametrize(
@@ -44,7 +46,9 @@ def test_open_backend_rejects_unknown_name_and_ilike_chroma(settings):
         open_backend("qdrant", settings)
     with pytest.raises(ValueError, match="ilike"):
         open_backend("chroma", replace(settings, substring_mode="ilike"))
-    assert open_backend("memory", replace(settings, substring_mode="ilike")).substring_mode == "ilike"
+    assert (
+        open_backend("memory", replace(settings, substring_mode="ilike")).substring_mode == "ilike"
+    )
 
 
 def test_resolve_dsn_prefers_the_configured_dsn(settings):

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -15,13 +16,14 @@ from psycopg.conninfo import conninfo_to_dict
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.settings import REPO_ROOT
 from candlefire_pipeline_tests import procs
+from candlefire_pipeline_tests.deploy.conftest import standalone_postgres
 
 pytestmark = pytest.mark.slow
 
 DAGSTER = Path(sys.executable).with_name("dagster")
 DEPLOY_YAML = REPO_ROOT / "deploy" / "dagster.yaml"
 
-TINY_DEFS = '''
+TINY_DEFS = """
 import dagster as dg
 
 letters = dg.StaticPartitionsDefinition(["a", "b"])
@@ -33,17 +35,16 @@ def tiny(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 
 
 defs = dg.Definitions(assets=[tiny], executor=dg.in_process_executor)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
-def instance_db(tmp_path_factory) -> tuple[EmbeddedPostgres, str]:
+def instance_db() -> Iterator[tuple[EmbeddedPostgres, str]]:
     """A Postgres server of its own with an empty `dagster` database; (server, libpq URI)."""
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("dagster_pg") / "data")
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute("CREATE DATABASE dagster")
-    yield server, server.dsn
-    server.stop()
+    with standalone_postgres("dagster-pg") as server:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE dagster")
+        yield server, server.dsn
 
 
 @pytest.fixture(scope="module")
@@ -71,29 +72,20 @@ def _dagster_db(dsn: str) -> psycopg.Connection:
     return psycopg.connect(host=parts["host"], user="postgres", dbname="dagster")
 
 
-def test_cli_materialization_is_recorded_in_postgres(instance_db, instance_env, tmp_path):
-    (tmp_path / "tiny_defs.py").write_text(TINY_DEFS)
-    log_path = tmp_path / "materialize.log"
+@pytest.fixture(scope="module")
+def cli_materialized(instance_env, tmp_path_factory) -> Path:
+    """`dagster asset materialize` of partition "b" with the instance from deploy/dagster.yaml."""
+    workdir = tmp_path_factory.mktemp("tiny")
+    (workdir / "tiny_defs.py").write_text(TINY_DEFS)
+    log_path = workdir / "materialize.log"
     with open(log_path, "wb") as log:
         done = subprocess.run(
             [DAGSTER, "asset", "materialize", "-f", "tiny_defs.py", "--select", "tiny",
              "--partition", "b"],
-            env=instance_env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+            env=instance_env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     assert done.returncode == 0, procs.log_tail(log_path)
-
-    with _dagster_db(instance_db[1]) as conn:
-        runs = conn.execute("SELECT run_id, status FROM runs").fetchall()
-        materialized = conn.execute(
-            "SELECT partition FROM event_logs"
-            " WHERE dagster_event_type = 'ASSET_MATERIALIZATION' AND asset_key LIKE %s",
-            ['%"tiny"%'],
-        ).fetchall()
-    assert "SUCCESS" in [status for _, status in runs]
-    assert ("b",) in materialized
-    # nothing fell back to the SQLite storages a bare DAGSTER_HOME would use
-    home = Path(instance_env["DAGSTER_HOME"])
-    assert not list(home.rglob("*.db"))
+    return log_path
 
 
 def _use_instance_env(monkeypatch, instance_env: dict[str, str]) -> None:
@@ -102,24 +94,30 @@ def _use_instance_env(monkeypatch, instance_env: dict[str, str]) -> None:
             monkeypatch.setenv(key, value)
 
 
-def test_instance_sees_the_cli_run(instance_db, instance_env, monkeypatch, tmp_path):
+def test_cli_run_is_recorded_in_postgres(instance_db, instance_env, cli_materialized):
+    with _dagster_db(instance_db[1]) as conn:
+        runs = conn.execute("SELECT status FROM runs").fetchall()
+        materialized = conn.execute(
+            "SELECT partition FROM event_logs"
+            " WHERE dagster_event_type = 'ASSET_MATERIALIZATION' AND asset_key LIKE %s",
+            ['%"tiny"%'],
+        ).fetchall()
+    assert runs == [("SUCCESS",)]
+    assert materialized == [("b",)]
+    # nothing fell back to the SQLite storages a bare DAGSTER_HOME would use
+    assert not list(Path(instance_env["DAGSTER_HOME"]).rglob("*.db"))
+
+
+def test_instance_reads_the_run_back(instance_db, instance_env, cli_materialized, monkeypatch):
     from dagster import DagsterInstance, DagsterRunStatus
 
-    (tmp_path / "tiny_defs.py").write_text(TINY_DEFS)
-    subprocess.run(
-        [DAGSTER, "asset", "materialize", "-f", "tiny_defs.py", "--select", "tiny",
-         "--partition", "a"],
-        env=instance_env, cwd=tmp_path, check=True, capture_output=True,
-    )  # fmt: skip
     with _dagster_db(instance_db[1]) as conn:
-        (run_id,) = conn.execute(
-            "SELECT run_id FROM runs ORDER BY create_timestamp DESC LIMIT 1"
-        ).fetchone()
+        (run_id,) = conn.execute("SELECT run_id FROM runs").fetchone()
     _use_instance_env(monkeypatch, instance_env)
     with DagsterInstance.get() as instance:
         run = instance.get_run_by_id(run_id)
         assert run is not None and run.status == DagsterRunStatus.SUCCESS
-        assert run.tags["dagster/partition"] == "a"
+        assert run.tags["dagster/partition"] == "b"
 
 
 def test_instance_queue_settings_come_from_the_env(instance_env, monkeypatch):

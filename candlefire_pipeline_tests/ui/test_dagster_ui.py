@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.settings import REPO_ROOT
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.ui.browser import HeadlessChromium
@@ -48,21 +49,23 @@ def _pipeline_env(data_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def ui_workdir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("ui")
+def ui_workdir() -> Iterator[Path]:
+    # the demo's embedded Postgres runs as another user: see procs.scratch_dir
+    with procs.scratch_dir("ui") as root:
+        yield root
 
 
 @pytest.fixture(scope="module")
 def dagster_ui(ui_workdir: Path) -> Iterator[DagsterDev]:
     """`dagster dev -m candlefire_pipeline.definitions` on a temp DAGSTER_HOME and data dir."""
-    home = ui_workdir / "dagster_home"
+    home, data_dir = ui_workdir / "dagster_home", ui_workdir / "data"
     home.mkdir()
     # the same instance config `make ui` copies into .dagster_home
     shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
     with running_dagster_dev(
         ["-m", "candlefire_pipeline.definitions"],
         home=home,
-        env=_pipeline_env(ui_workdir / "data"),
+        env=_pipeline_env(data_dir),
         log_path=ui_workdir / "dagster_dev.log",
         cwd=REPO_ROOT,
     ) as dev:
@@ -71,8 +74,14 @@ def dagster_ui(ui_workdir: Path) -> Iterator[DagsterDev]:
         # The drop sensor would launch its own ingest runs for the demo drops, racing the
         # CLI runs below on the same stores; stop it the way an operator does in the UI.
         assert dev.stop_sensor("pubmed_drops_sensor") == "STOPPED"
-        yield dev
+        try:
+            yield dev
+        finally:
+            # `candlefire demo` leaves the embedded Postgres running for later processes (by
+            # design); it lives outside dagster dev's process group, so stop it explicitly.
+            EmbeddedPostgres(data_dir / "pg").stop()
     assert not procs.group_and_descendants(dev.proc.pid)
+    assert not EmbeddedPostgres(data_dir / "pg").is_running()
 
 
 @pytest.fixture(scope="module")
