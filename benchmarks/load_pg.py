@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 import psycopg
@@ -30,6 +31,21 @@ def copy_types(rows: pa.Table) -> list[str]:
         "vector" if name == "embedding" else by_arrow[rows.schema.field(name).type]
         for name in COLUMNS
     ]
+
+
+class Timing(NamedTuple):
+    """Wall seconds and this process's CPU seconds (client side) of one load."""
+
+    wall: float
+    cpu: float
+
+
+class _Stopwatch:
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def stop(self) -> Timing:
+        return Timing(time.perf_counter() - self.wall, time.process_time() - self.cpu)
 
 
 class TimedIndexBackend(PgVectorBackend):
@@ -86,16 +102,16 @@ class PgLoads:
             t=names.ident(), c=cols, v=marks
         )
 
-    def executemany_insert(self, rows: pa.Table) -> tuple[float, pg_sql.Names]:
+    def executemany_insert(self, rows: pa.Table) -> tuple[Timing, pg_sql.Names]:
         """cursor.executemany of one INSERT per row, in one transaction (Python rows prebuilt)."""
         names = self._fresh_table("load_insert")
         data = python_rows(rows, COLUMNS)
-        started = time.perf_counter()
+        clock = _Stopwatch()
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.executemany(self._insert_sql(names), data)
-        return time.perf_counter() - started, names
+        return clock.stop(), names
 
-    def documented_copy(self, rows: pa.Table) -> tuple[float, pg_sql.Names]:
+    def documented_copy(self, rows: pa.Table) -> tuple[Timing, pg_sql.Names]:
         """pgvector-python's documented binary COPY: set_types, then one write_row per row."""
         names = self._fresh_table("load_copy")
         data = python_rows(rows, COLUMNS)
@@ -103,25 +119,25 @@ class PgLoads:
         statement = sql.SQL("COPY {t} ({c}) FROM STDIN WITH (FORMAT BINARY)").format(
             t=names.ident(), c=cols
         )
-        started = time.perf_counter()
+        clock = _Stopwatch()
         with self.conn.cursor() as cur, cur.copy(statement) as copy:
             copy.set_types(self.types)
             for row in data:
                 copy.write_row(row)
-        return time.perf_counter() - started, names
+        return clock.stop(), names
 
     def project_bulk(
         self, rows: pa.Table, build_indexes: bool = False, **settings
-    ) -> tuple[float, pg_sql.Names, TimedIndexBackend]:
+    ) -> tuple[Timing, pg_sql.Names, TimedIndexBackend]:
         """PgVectorBackend.replace_papers into an empty table (from the Arrow table)."""
         self._serial += 1
         backend = TimedIndexBackend(
             self.dsn, f"load_project_{self._serial}", build_indexes, **settings
         )
         backend.reset()
-        started = time.perf_counter()
+        clock = _Stopwatch()
         backend.replace_papers(rows)
-        return time.perf_counter() - started, backend.names, backend
+        return clock.stop(), backend.names, backend
 
     def same_vector(self, names: pg_sql.Names, rows: pa.Table, row: int) -> bool:
         """Whether the stored embedding of rows[row] equals the source vector bit for bit."""

@@ -77,6 +77,18 @@ def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
+    import os
+
+    from candlefire_pipeline.backends.pg_roles import ensure_reader_role
+    from candlefire_pipeline.backends.pg_server import resolve_dsn
+
+    password = os.environ.get(args.password_env) if args.password_env else None
+    ensure_reader_role(resolve_dsn(settings), args.role, password, settings.pg_table)
+    print(f"role {args.role!r} can read {settings.pg_table!r} and cannot write")
+    return 0
+
+
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.query import format_retrieval, run_query
 
@@ -93,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("status", help="serving backend, last parity report, store health")
     rollback = sub.add_parser("rollback", help="serve from Chroma again, at once")
     rollback.add_argument("--reason", default="")
+    reader = sub.add_parser("create-reader-role", help="a read-only Postgres role for serving")
+    reader.add_argument("--role", default="candlefire_reader")
+    reader.add_argument("--password-env", default="", help="env var holding the role's password")
     query = sub.add_parser("query", help="run the full retriever on one backend")
     query.add_argument("text")
     query.add_argument("--entity", action="append", default=[])
@@ -111,6 +126,7 @@ COMMANDS = {
     "status": cmd_status,
     "rollback": cmd_rollback,
     "query": cmd_query,
+    "create-reader-role": cmd_reader_role,
 }
 
 

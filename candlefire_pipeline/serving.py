@@ -78,7 +78,9 @@ def _append_history(dsn: str, state: ServingState) -> None:
 def history(dsn: str, limit: int = 20) -> list[dict]:
     """The latest changes of the switch, newest first."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(_HISTORY_DDL)
+        # a reader role may not CREATE: a missing table simply means no history yet
+        if not conn.execute("SELECT to_regclass('serving_backend_history')").fetchone()[0]:
+            return []
         cur = conn.execute(
             "SELECT backend, report_id, reason, changed_at FROM serving_backend_history"
             " ORDER BY id DESC LIMIT %s",

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 #: A first load into an empty table at least this large builds the search indexes afterwards.
 BULK_REBUILD_ROWS = 5_000
+EXTENSIONS = ("vector", "pg_trgm")
 #: Index builds get this much memory (session default 64 MB spills an HNSW graph to disk).
 BUILD_MEMORY = "512MB"
 
@@ -32,9 +33,11 @@ def connect(dsn: str) -> psycopg.Connection:
     try:
         password = conninfo_to_dict(dsn).get("password") or ""
     except psycopg.Error:
-        raise BackendUnavailableError(
-            "the Postgres DSN cannot be parsed (value not shown)"
-        ) from None
+        # psycopg's parse error quotes the DSN: raise outside the handler so no chained
+        # exception (__context__) keeps it either.
+        password = None
+    if password is None:
+        raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
     try:
         return psycopg.connect(dsn, autocommit=True, connect_timeout=15)
     except psycopg.Error as exc:
@@ -42,6 +45,19 @@ def connect(dsn: str) -> psycopg.Connection:
         raise BackendUnavailableError(
             f"cannot connect to Postgres at {redact_dsn(dsn)}: {reason.strip()}"
         ) from None
+
+
+def _ensure_extensions(conn: psycopg.Connection) -> None:
+    """Create vector + pg_trgm only when missing: a read-only role or standby cannot CREATE."""
+    present = conn.execute(
+        "SELECT count(*) FROM pg_extension WHERE extname = ANY(%s)", [list(EXTENSIONS)]
+    ).fetchone()[0]
+    if present == len(EXTENSIONS):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('candlefire:extensions'))")
+        for ext in EXTENSIONS:
+            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
 
 
 class PgVectorBackend:
@@ -72,10 +88,7 @@ class PgVectorBackend:
     def _open(self) -> psycopg.Connection:
         conn = connect(self._dsn)
         try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext('candlefire:extensions'))")
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+            _ensure_extensions(conn)
             register_vector(conn)
             conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(self.ef_search)])
         except psycopg.Error as exc:

@@ -10,6 +10,8 @@ import pytest
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
 from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.embedding import HashingEmbedder
+from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, materialized, pipeline_env
 from candlefire_pipeline_tests.reliability.helpers import paper_rows
@@ -27,6 +29,8 @@ def test_a_batch_of_another_dimension_is_refused_before_any_write(backend):
         backend.ensure_schema("model-32", 32)
     with pytest.raises(DimensionMismatchError):
         backend.semantic_candidates(np.ones((1, 32), np.float32), 5)
+    with pytest.raises(DimensionMismatchError):  # the serving side refuses the new model too
+        Retriever(backend, HashingEmbedder(dim=32, model_id="model-32"))
     assert backend.chunk_hashes() == before and backend.count() == count
     assert backend.stored_model() == ("model-64", 64)
 

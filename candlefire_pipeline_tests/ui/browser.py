@@ -111,6 +111,12 @@ class HeadlessChromium:
         if result.get("errorText"):
             raise BrowserError(f"navigating to {url}: {result['errorText']}")
 
+    def press_key(self, code: str, key: str, *, alt: bool = False) -> None:
+        """A real key press (keyDown + keyUp) into the focused page, e.g. ("KeyE", "e", alt)."""
+        modifiers = 1 if alt else 0
+        for kind in ("keyDown", "keyUp"):
+            self.page("Input.dispatchKeyEvent", type=kind, code=code, key=key, modifiers=modifiers)
+
     def evaluate(self, expression: str) -> Any:
         """Value of a JS expression in the page (awaits promises)."""
         result = self.page(
