@@ -54,10 +54,10 @@ class VectorBackend(Protocol):
 
     # write side -----------------------------------------------------------------
     def ensure_schema(self, model_id: str, dim: int) -> None:
-        """Fix model and dimension on first use; raise DimensionMismatchError on a later change."""
+        """Fix model and dim on first use; DimensionMismatchError on a later change."""
 
     def replace_papers(self, rows: pa.Table) -> int:
-        """Delete every chunk of each pmid in rows, insert rows (store_schema); return rows written."""
+        """Delete every chunk of each pmid in rows, insert rows; return rows written."""
 
     def delete_papers(self, pmids: Sequence[str]) -> int:
         """Delete every chunk of these papers; return chunks deleted."""
@@ -80,7 +80,7 @@ class VectorBackend(Protocol):
     def semantic_candidates(
         self, vectors: np.ndarray, n: int, where: Filter | None = None
     ) -> list[list[ResultRow]]:
-        """Top-n chunks by cosine similarity for each row of vectors (one round trip), best first."""
+        """Top-n chunks by cosine similarity per query vector (one round trip), best first."""
 
     def substring_candidates(
         self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
