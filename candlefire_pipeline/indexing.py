@@ -92,7 +92,7 @@ def apply_batch(
     deleted = pq.read_table(batch_dir / "deleted.parquet")["pmid"].to_pylist()
     pmids = set(pc.unique(rows["pmid"]).to_pylist())
     superseded = superseded_pmids(batches_dir, batch_key, pmids | set(deleted))
-    stored = backend.paper_hashes()
+    stored = backend.paper_hashes(sorted(pmids))
     paper_of = dict(zip(rows["pmid"].to_pylist(), rows["paper_hash"].to_pylist(), strict=True))
     unchanged = {p for p, h in paper_of.items() if stored.get(p) == h} - superseded
     to_write = pmids - superseded - unchanged

@@ -65,8 +65,8 @@ class VectorBackend(Protocol):
     # inventory ------------------------------------------------------------------
     def count(self) -> int: ...
 
-    def paper_hashes(self) -> dict[str, str]:
-        """pmid -> paper_hash of the stored version."""
+    def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
+        """pmid -> paper_hash of the stored version (of these papers only, when given)."""
 
     def chunk_hashes(self) -> dict[str, str]:
         """chunk_id -> content_hash of every stored chunk (consistency checks)."""

@@ -201,8 +201,19 @@ class ChromaBackend:
             yield page
             offset += len(page["ids"])
 
-    def paper_hashes(self) -> dict[str, str]:
-        return {m["pmid"]: m["paper_hash"] for p in self._pages() for m in p["metadatas"]}
+    def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
+        # a batch asks only for its own papers: a full scan reads every row's metadata
+        if pmids is None:
+            wheres: list[dict | None] = [None]
+        else:
+            wanted = sorted(set(pmids))
+            wheres = [{"pmid": {"$in": wanted[i : i + PAGE]}} for i in range(0, len(wanted), PAGE)]
+        return {
+            m["pmid"]: m["paper_hash"]
+            for w in wheres
+            for p in self._pages(w)
+            for m in p["metadatas"]
+        }
 
     def chunk_hashes(self) -> dict[str, str]:
         return {

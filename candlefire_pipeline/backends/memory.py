@@ -139,8 +139,9 @@ class MemoryBackend:
     def count(self) -> int:
         return 0 if self._table is None else self._table.num_rows
 
-    def paper_hashes(self) -> dict[str, str]:
-        return self._column_map("pmid", "paper_hash")
+    def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
+        hashes = self._column_map("pmid", "paper_hash")
+        return hashes if pmids is None else {p: hashes[p] for p in pmids if p in hashes}
 
     def chunk_hashes(self) -> dict[str, str]:
         return self._column_map("chunk_id", "content_hash")

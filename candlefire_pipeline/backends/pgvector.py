@@ -226,8 +226,15 @@ class PgVectorBackend:
         rows = self._select("SELECT count(*) FROM {t}")
         return int(rows[0][0]) if rows else 0
 
-    def paper_hashes(self) -> dict[str, str]:
-        return dict(self._select("SELECT DISTINCT ON (pmid) pmid, paper_hash FROM {t}"))
+    def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
+        if pmids is None:
+            return dict(self._select("SELECT DISTINCT ON (pmid) pmid, paper_hash FROM {t}"))
+        return dict(
+            self._select(
+                "SELECT DISTINCT ON (pmid) pmid, paper_hash FROM {t} WHERE pmid = ANY(%s)",
+                [list(pmids)],
+            )
+        )
 
     def chunk_hashes(self) -> dict[str, str]:
         return dict(self._select("SELECT chunk_id, content_hash FROM {t}"))

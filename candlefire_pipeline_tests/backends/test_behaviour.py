@@ -40,6 +40,8 @@ def test_replace_delete_count_and_inventory(backend):
     assert backend.stored_model() == ("test", DIM)
     assert backend.count() == 4
     assert backend.paper_hashes() == {"1": "p-1", "2": "p-2", "3": "p-3"}
+    assert backend.paper_hashes(["3", "2", "9"]) == {"2": "p-2", "3": "p-3"}
+    assert backend.paper_hashes([]) == {}
     assert backend.chunk_hashes() == {"1": "c-1-0", "2_s0": "c-2-0", "2_s1": "c-2-1", "3": "c-3-0"}
     assert backend.has_paper("2") and not backend.has_paper("4")
 
