@@ -30,6 +30,7 @@ from benchmarks.retrieval_data import embed_cached as cached
 from benchmarks.retrieval_stores import (
     BACKENDS,
     embedded_postgres,
+    ensure_indexes,
     load,
     open_store,
     set_ef_search,
@@ -91,6 +92,7 @@ def latency(embedder, dsn: str, n_requests: int) -> list[str]:
     rows = rows_table(corpus.chunks, corpus.vectors, embedder.model_id, "synthetic")
     stores = {name: open_store(name, dsn, "latency") for name in BACKENDS}
     loads = {name: load(s, rows, embedder.model_id, embedder.dim) for name, s in stores.items()}
+    ensure_indexes(stores["pgvector"])
     pool = entity_pool([r["title"] for r in records])
     requests = lat.make_requests([q.text for q in scifact_queries()[:n_requests]], pool, corpus)
     retrievers = {name: Retriever(s, embedder) for name, s in stores.items()}

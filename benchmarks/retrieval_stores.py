@@ -67,8 +67,12 @@ def without_trigram_index(store: PgVectorBackend):
     try:
         yield
     finally:
-        for statement in pg_sql.create_search_indexes(
-            names, store.hnsw_m, store.hnsw_ef_construction
-        ):
-            store.conn.execute(statement)
-        store.conn.execute(sql.SQL("ANALYZE {}").format(names.ident()))
+        ensure_indexes(store)
+
+
+def ensure_indexes(store: PgVectorBackend) -> None:
+    """Create any missing secondary index (IF NOT EXISTS), e.g. after an interrupted run."""
+    store.conn.execute("SELECT set_config('maintenance_work_mem', '512MB', false)")
+    for statement in pg_sql.create_indexes(store.names, store.hnsw_m, store.hnsw_ef_construction):
+        store.conn.execute(statement)
+    store.conn.execute(sql.SQL("ANALYZE {}").format(store.names.ident()))
