@@ -42,7 +42,7 @@ from candlefire_pipeline.settings import DEFAULT_MODEL_ID
 
 logger = logging.getLogger("bench_retrieval")
 ANCHOR = "candle-fire's own retriever on embedded Chroma, 62,196 chunks: p50 4.3 s / p95 4.6 s"
-EF_SWEEP = (40, 100, 200)
+EF_SWEEP = (40, 100, 200, 400, 800)
 PARTS = ("quality", "latency")
 
 

@@ -15,6 +15,7 @@ from candlefire_pipeline.backends.chroma import ChromaBackend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +32,10 @@ def embedded_postgres():
         server.stop()
 
 
-def open_store(name: str, dsn: str, label: str, ef_search: int = 100):
+def open_store(name: str, dsn: str, label: str, ef_search: int | None = None):
     if name == "pgvector":
+        # the product's default unless a sweep asks for another value
+        ef_search = ef_search or Settings.from_env().hnsw_ef_search
         return PgVectorBackend(dsn, table=label, ef_search=ef_search)
     if name == "chroma":
         return ChromaBackend(path=bench_dir() / "chroma", collection=label)

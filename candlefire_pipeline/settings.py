@@ -74,7 +74,8 @@ class Settings:
     substring_mode: str = "like"
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
-    hnsw_ef_search: int = 100
+    #: 100 gave ANN recall@15 0.972 at 62k chunks; see docs/BENCHMARKS.md for the sweep.
+    hnsw_ef_search: int = 400
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
@@ -131,7 +132,7 @@ class Settings:
             substring_mode=mode,
             hnsw_m=_int("CANDLEFIRE_HNSW_M", 16),
             hnsw_ef_construction=_int("CANDLEFIRE_HNSW_EF_CONSTRUCTION", 64),
-            hnsw_ef_search=_int("CANDLEFIRE_HNSW_EF_SEARCH", 100),
+            hnsw_ef_search=_int("CANDLEFIRE_HNSW_EF_SEARCH", 400),
             chroma_host=_env("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
