@@ -44,7 +44,7 @@ class PgVectorResource(dg.ConfigurableResource):
     substring_mode: str = "like"
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
-    ef_search: int = 100
+    ef_search: int = 400
 
     def resolved_dsn(self) -> str:
         return self.dsn or resolve_dsn(Settings.from_env())
