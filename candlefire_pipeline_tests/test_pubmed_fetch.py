@@ -2,120 +2,28 @@
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import http.server
-import io
 import json
 import logging
-import threading
 import urllib.error
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from email.message import Message
-from pathlib import Path
-from types import SimpleNamespace
-from urllib.parse import parse_qsl, urlsplit
+from datetime import date
 
-import defusedxml.ElementTree as SafeET
 import pytest
 
 from candlefire_pipeline import pubmed_fetch as pf
 from candlefire_pipeline.corpus.medline import iter_medline
 from candlefire_pipeline.corpus.records import Accepted
-
-RECORDED = Path(__file__).parent / "recorded"
-#: The PMIDs written into the recorded efetch answers, in order (3 in retstart0, 2 in retstart3).
-PMIDS = ["39900101", "39900102", "39900103", "39900104", "39900105"]
-KEY = "RECORDEDFAKEKEY0000"  # the key rate_limit_429.json echoes back, as NCBI does
-NOW = datetime(2025, 6, 2, 12, 0, 0, tzinfo=UTC)
-SINCE = date(2025, 1, 1)
-
-
-def recorded(name: str) -> bytes:
-    return (RECORDED / name).read_bytes()
-
-
-def recorded_articles() -> list:
-    files = ("efetch_als_retstart0.xml", "efetch_als_retstart3.xml")
-    return [child for name in files for child in SafeET.fromstring(recorded(name))]
-
-
-def efetch_answer(retstart: int, retmax: int) -> bytes:
-    """The recorded file when the page matches one, else a PubmedArticleSet cut from them."""
-    name = RECORDED / f"efetch_als_retstart{retstart}.xml"
-    if name.exists() and len(SafeET.fromstring(name.read_bytes())) == retmax:
-        return name.read_bytes()
-    body = b"".join(SafeET.tostring(a) for a in recorded_articles()[retstart : retstart + retmax])
-    return b"<?xml version='1.0'?>\n<PubmedArticleSet>" + body + b"</PubmedArticleSet>"
-
-
-def http_error(url: str, code: int, retry_after: str | None = None, body: bytes = b""):
-    headers = Message()
-    if retry_after is not None:
-        headers["Retry-After"] = retry_after
-    return urllib.error.HTTPError(url, code, "error", headers, io.BytesIO(body))
-
-
-@dataclass
-class Call:
-    at: float
-    utility: str
-    params: dict
-    url: str
-
-
-@dataclass
-class FakeEutils:
-    """Transport + clock: answers from recorded files; scripted failures are served first."""
-
-    esearch: bytes = field(default_factory=lambda: recorded("esearch_als_count5.json"))
-    failures: dict = field(default_factory=dict)  # (utility, retstart|None) -> [exc or bytes]
-    latency: float = 0.0
-    now: float = 1000.0
-    calls: list = field(default_factory=list)
-    sleeps: list = field(default_factory=list)
-
-    def __call__(self, url: str) -> bytes:
-        parts = urlsplit(url)
-        utility = parts.path.rsplit("/", 1)[-1].removesuffix(".fcgi")
-        params = dict(parse_qsl(parts.query))
-        self.calls.append(Call(self.now, utility, params, url))
-        self.now += self.latency
-        queue = self.failures.get((utility, params.get("retstart")), [])
-        if queue:
-            item = queue.pop(0)
-            item = item(url) if callable(item) else item
-            if isinstance(item, BaseException):
-                raise item
-            return item
-        if utility == "esearch":
-            return self.esearch
-        return efetch_answer(int(params["retstart"]), int(params["retmax"]))
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def utcnow(self) -> datetime:
-        return NOW + timedelta(seconds=self.now - 1000.0)
-
-
-def fetch(fake: FakeEutils, drops: Path, **kwargs) -> pf.FetchResult:
-    kwargs.setdefault("email", "lab@example.org")
-    return pf.fetch_pubmed(
-        kwargs.pop("query", "amyotrophic lateral sclerosis"), kwargs.pop("since", SINCE), drops,
-        transport=fake, sleep=fake.sleep, clock=fake.clock, utcnow=fake.utcnow, **kwargs,
-    )  # fmt: skip
-
-
-def written_pmids(path: Path) -> list[str]:
-    root = SafeET.parse(path).getroot()
-    assert root.tag == "PubmedArticleSet"
-    return [article.findtext("MedlineCitation/PMID") for article in root]
+from candlefire_pipeline_tests.eutils_fake import (
+    KEY,
+    NOW,
+    PMIDS,
+    FakeEutils,
+    fetch,
+    http_error,
+    recorded,
+    written_pmids,
+)
 
 
 def test_search_uses_history_and_efetch_pages_through_it(tmp_path):
@@ -309,93 +217,6 @@ def test_a_drop_landing_in_the_same_second_is_never_overwritten(tmp_path):
     assert earlier.read_bytes() == b"<PubmedArticleSet/>"
     assert result.path.name == "20250602T120001Z-pubmed.xml"  # waited for the next second
     assert sorted(p.name for p in tmp_path.iterdir()) == [earlier.name, result.path.name]
-
-
-class _RecordedEutilsHandler(http.server.BaseHTTPRequestHandler):
-    """Serves the recorded answers; the first esearch gets NCBI's 429 with Retry-After."""
-
-    fake: FakeEutils
-    throttled: list
-
-    def do_GET(self) -> None:
-        if "esearch" in self.path and not self.throttled:
-            self.throttled.append(self.path)
-            return self._send(429, recorded("rate_limit_429.json"), {"Retry-After": "2"})
-        self._send(200, self.fake(f"http://127.0.0.1{self.path}"))
-
-    def _send(self, status: int, body: bytes, headers: dict | None = None) -> None:
-        self.send_response(status)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def eutils_server():
-    fake = FakeEutils()
-    handler = type("Handler", (_RecordedEutilsHandler,), {"fake": fake, "throttled": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield fake, f"http://127.0.0.1:{server.server_address[1]}/entrez/eutils/"
-    server.shutdown()
-    server.server_close()
-
-
-def test_default_urllib_transport_against_a_local_server(tmp_path, eutils_server):
-    fake, base_url = eutils_server
-    result = pf.fetch_pubmed(
-        "amyotrophic lateral sclerosis", SINCE, tmp_path, base_url=base_url, batch_size=3,
-        api_key=KEY, sleep=fake.sleep, clock=fake.clock, utcnow=fake.utcnow,
-    )  # fmt: skip
-    assert (result.count, result.requests, result.retries) == (5, 4, 1)
-    assert fake.sleeps[0] == 2.0  # the server's Retry-After, read from the real HTTP header
-    assert written_pmids(result.path) == PMIDS
-    assert fake.calls[0].url.startswith("http://127.0.0.1/entrez/eutils/esearch.fcgi?")
-
-
-def parse_fetch_args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="candlefire fetch-pubmed")
-    pf.add_fetch_arguments(parser)
-    return parser.parse_args(["--query", "SPG302 OR TDP-43", "--since", "2025-01-01", *argv])
-
-
-def test_main_fetch_writes_into_the_configured_drops_dir(tmp_path):
-    settings = SimpleNamespace(drops_dir=tmp_path / "drops", ncbi_api_key=KEY, ncbi_email=None)
-    fake = FakeEutils()
-    args = parse_fetch_args("--until", "2025-05-31", "--max", "4")
-    assert pf.main_fetch(args, settings=settings, transport=fake) == 0
-    (drop,) = (tmp_path / "drops").iterdir()
-    assert written_pmids(drop) == PMIDS[:4]
-    assert fake.calls[0].params["term"] == "SPG302 OR TDP-43"
-    assert fake.calls[0].params["maxdate"] == "2025/05/31"
-    assert fake.calls[0].params["api_key"] == KEY and "email" not in fake.calls[0].params
-
-
-@pytest.mark.parametrize(
-    ("argv", "failures", "code"),
-    [
-        (("--batch-size", "0"), {}, 2),
-        (("--until", "2024-12-31"), {}, 2),
-        ((), {("esearch", None): [lambda url: http_error(url, 400)]}, 1),
-    ],
-)
-def test_main_fetch_exit_codes(tmp_path, caplog, argv, failures, code):
-    settings = SimpleNamespace(drops_dir=tmp_path, ncbi_api_key=KEY, ncbi_email=None)
-    args = parse_fetch_args("--drops-dir", str(tmp_path / "cli"), *argv)
-    assert pf.main_fetch(args, settings=settings, transport=FakeEutils(failures=failures)) == code
-    assert "fetch-pubmed failed" in caplog.text and KEY not in caplog.text
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_cli_rejects_a_malformed_date():
-    with pytest.raises(SystemExit):
-        parse_fetch_args("--until", "2025-13-01")
 
 
 def test_the_drop_file_reads_back_through_the_medline_reader(tmp_path):
