@@ -48,8 +48,8 @@ def serving_backend(
         gates = all_gates(settings, report)
         failed = [g.name for g in gates if not g.passed]
         verdict = f"failed gates: {', '.join(failed)}" if failed else "all gates passed"
-    flip = report is not None and all(g.passed for g in gates)
-    if flip and current.backend != "pgvector":
+    flip = report is not None and all(g.passed for g in gates) and current.backend != "pgvector"
+    if flip:
         current = record_state(
             settings.serving_file, pgvector.resolved_dsn(), "pgvector", report.report_id,
             f"parity report {report.report_id}: {verdict}",
@@ -62,7 +62,7 @@ def serving_backend(
     return dg.MaterializeResult(
         metadata={
             "serving_backend": current.backend,
-            "flipped_now": flip and current.report_id == (report.report_id if report else None),
+            "flipped_now": flip,
             "verdict": verdict,
             "report_id": report.report_id if report else "",
             "gates": dg.MetadataValue.md(

@@ -9,18 +9,19 @@ from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource,
 from candlefire_pipeline.indexing import ApplySummary, apply_batch
 
 
-def _apply(context: dg.AssetExecutionContext, pipeline: PipelineResource, store) -> ApplySummary:
+def _apply(context: dg.AssetExecutionContext, pipeline: PipelineResource, store) -> dict:
+    """Apply the partition's batch to one store; the materialization metadata."""
     settings = pipeline.settings()
     key = validate_batch_key(context.partition_key)
     embedder = pipeline.embedder()
     with store.open() as backend:
         summary = apply_batch(backend, settings.batches_dir, key, embedder.model_id, embedder.dim)
-        context.log.info(
-            f"{backend.name}: {summary.rows_written} rows written, {summary.papers_replaced} "
-            f"papers replaced, {summary.papers_deleted} deleted, store holds {backend.count()}"
-        )
         total = backend.count()
-    return summary, total
+    context.log.info(
+        f"{summary.store}: {summary.rows_written} rows written, {summary.papers_replaced} "
+        f"papers replaced, {summary.papers_deleted} deleted, store holds {total}"
+    )
+    return _metadata(summary, total)
 
 
 def _metadata(summary: ApplySummary, total: int) -> dict:
@@ -42,8 +43,7 @@ def pgvector_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, pgvector: PgVectorResource
 ) -> dg.MaterializeResult:
     """The batch applied to the Postgres `chunks` table (one transaction, replace by paper)."""
-    summary, total = _apply(context, pipeline, pgvector)
-    return dg.MaterializeResult(metadata=_metadata(summary, total))
+    return dg.MaterializeResult(metadata=_apply(context, pipeline, pgvector))
 
 
 @dg.asset(partitions_def=ingest_batches, group_name="stores", kinds={"chromadb"}, deps=[embeddings])
@@ -51,5 +51,4 @@ def chroma_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, chroma: ChromaResource
 ) -> dg.MaterializeResult:
     """The batch applied to the Chroma collection (same ids and vectors, cosine space)."""
-    summary, total = _apply(context, pipeline, chroma)
-    return dg.MaterializeResult(metadata=_metadata(summary, total))
+    return dg.MaterializeResult(metadata=_apply(context, pipeline, chroma))
