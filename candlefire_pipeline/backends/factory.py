@@ -31,7 +31,9 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             host=settings.chroma_host,
             port=settings.chroma_port,
             collection=settings.chroma_collection,
-            substring_mode=settings.substring_mode,
+            # $contains has one semantics (case-sensitive); the setting chooses pgvector's and the
+            # oracle's, and the parity report counts where they differ from Chroma's.
+            substring_mode="like",
         )
     if name == "memory":
         from candlefire_pipeline.backends.memory import MemoryBackend

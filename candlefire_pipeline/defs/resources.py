@@ -7,9 +7,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.base import VectorBackend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg_server import resolve_dsn
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.embedding import EmbeddingCache, load_embedder
 from candlefire_pipeline.settings import Settings
 
@@ -36,70 +36,63 @@ class PipelineResource(dg.ConfigurableResource):
         return EmbeddingCache(self.settings().cache_dir / "embeddings.sqlite")
 
 
+@contextmanager
+def _opened(name: str, settings: Settings) -> Iterator[VectorBackend]:
+    backend = open_backend(name, settings)
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
 class PgVectorResource(dg.ConfigurableResource):
-    """The pgvector store: the server at `dsn`, or the embedded one under the data dir."""
+    """The pgvector store: the server at `dsn`, or the embedded one under the data dir.
+
+    Fields left unset come from settings, so the store's parameters live in one place.
+    """
 
     dsn: str | None = None
-    table: str = "chunks"
-    substring_mode: str = "like"
-    hnsw_m: int = 16
-    hnsw_ef_construction: int = 64
-    ef_search: int = 400
+    table: str | None = None
+
+    def settings(self) -> Settings:
+        settings = Settings.from_env()
+        return replace(
+            settings, pg_dsn=self.dsn or settings.pg_dsn, pg_table=self.table or settings.pg_table
+        )
 
     def resolved_dsn(self) -> str:
-        return self.dsn or resolve_dsn(Settings.from_env())
+        return resolve_dsn(self.settings())
 
-    @contextmanager
-    def open(self) -> Iterator[PgVectorBackend]:
-        backend = PgVectorBackend(
-            self.resolved_dsn(),
-            table=self.table,
-            substring_mode=self.substring_mode,
-            hnsw_m=self.hnsw_m,
-            hnsw_ef_construction=self.hnsw_ef_construction,
-            ef_search=self.ef_search,
-        )
-        try:
-            yield backend
-        finally:
-            backend.close()
+    def open(self):
+        return _opened("pgvector", self.settings())
 
 
 class ChromaResource(dg.ConfigurableResource):
-    """The Chroma store: an HTTP server when `host` is set, else a persistent folder."""
+    """The Chroma store: an HTTP server when `host` is set, else the folder under the data dir."""
 
-    path: str | None = None
     host: str | None = None
-    port: int = 8000
-    collection: str = "candlefire_chunks"
+    port: int | None = None
+    collection: str | None = None
 
-    @contextmanager
-    def open(self) -> Iterator[ChromaBackend]:
-        path = None if self.host else Path(self.path or Settings.from_env().chroma_path)
-        backend = ChromaBackend(
-            path=path, host=self.host, port=self.port, collection=self.collection
+    def settings(self) -> Settings:
+        settings = Settings.from_env()
+        return replace(
+            settings,
+            chroma_host=self.host or settings.chroma_host,
+            chroma_port=self.port or settings.chroma_port,
+            chroma_collection=self.collection or settings.chroma_collection,
         )
-        try:
-            yield backend
-        finally:
-            backend.close()
+
+    def open(self):
+        return _opened("chroma", self.settings())
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
-    """Resources from settings; the DSN stays an EnvVar so Dagster never shows its value."""
+    """Resources; the DSN stays an EnvVar so Dagster never shows its value."""
     return {
         "pipeline": PipelineResource(),
         "pgvector": PgVectorResource(
-            dsn=dg.EnvVar("CANDLEFIRE_PG_DSN") if settings.pg_dsn else None,
-            table=settings.pg_table,
-            substring_mode=settings.substring_mode,
-            hnsw_m=settings.hnsw_m,
-            hnsw_ef_construction=settings.hnsw_ef_construction,
-            ef_search=settings.hnsw_ef_search,
+            dsn=dg.EnvVar("CANDLEFIRE_PG_DSN") if settings.pg_dsn else None
         ),
-        "chroma": ChromaResource(
-            host=settings.chroma_host,
-            port=settings.chroma_port,
-            collection=settings.chroma_collection,
-        ),
+        "chroma": ChromaResource(),
     }

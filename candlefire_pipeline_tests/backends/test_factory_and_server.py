@@ -41,11 +41,14 @@ def test_open_backend_by_name(settings, name, kind):
         store.close()
 
 
-def test_open_backend_rejects_unknown_name_and_ilike_chroma(settings):
+def test_open_backend_rejects_unknown_name_and_keeps_chroma_case_sensitive(settings):
     with pytest.raises(ValueError, match="unknown backend"):
         open_backend("qdrant", settings)
     with pytest.raises(ValueError, match="ilike"):
-        open_backend("chroma", replace(settings, substring_mode="ilike"))
+        ChromaBackend(path=settings.chroma_path, substring_mode="ilike")
+    chroma = open_backend("chroma", replace(settings, substring_mode="ilike"))
+    assert chroma.substring_mode == "like"
+    chroma.close()
     assert (
         open_backend("memory", replace(settings, substring_mode="ilike")).substring_mode == "ilike"
     )
