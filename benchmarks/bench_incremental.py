@@ -22,7 +22,7 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.corpus.drops import write_chunks, write_papers
 from candlefire_pipeline.embedding import EmbeddingCache, load_embedder, write_embeddings
-from candlefire_pipeline.indexing import apply_batch
+from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
 
 GOAL_RATIO = 0.10

@@ -59,7 +59,7 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.status import collect_status, format_status
+    from candlefire_pipeline.operations.status import collect_status, format_status
 
     status = collect_status(settings)
     print(format_status(status))
@@ -68,7 +68,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.backends.pg_server import resolve_dsn
-    from candlefire_pipeline.serving import record_state
+    from candlefire_pipeline.operations.serving import record_state
 
     state = record_state(
         settings.serving_file, resolve_dsn(settings), "chroma", None, args.reason or "rollback"
@@ -90,7 +90,7 @@ def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.query import format_retrieval, run_query
+    from candlefire_pipeline.operations.query import format_retrieval, run_query
 
     retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
     print(format_retrieval(retrieval, args.term))

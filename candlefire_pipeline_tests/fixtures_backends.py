@@ -27,12 +27,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from candlefire_pipeline.backends.factory import BACKEND_NAMES
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.corpus.schema import store_schema
-
-BACKEND_NAMES = ("pgvector", "chroma", "memory")
 
 
 def unit_vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:

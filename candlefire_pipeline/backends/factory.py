@@ -5,7 +5,10 @@ from __future__ import annotations
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.settings import Settings
 
-BACKEND_NAMES = ("pgvector", "chroma", "memory")
+#: The persistent stores every ingest batch is applied to (and parity compares).
+STORE_NAMES = ("pgvector", "chroma")
+#: Every backend that can be opened by name; "memory" is the exact in-process oracle.
+BACKEND_NAMES = (*STORE_NAMES, "memory")
 
 
 def open_backend(name: str, settings: Settings) -> VectorBackend:

@@ -13,12 +13,12 @@ PubMed records but state no real findings. Three drops arrive in lexicographic f
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 from candlefire_pipeline.corpus import demo_vocab as vocab
+from candlefire_pipeline.fsutil import write_atomic
 
 DEMO_SEED = 20250607
 PMID_BASE = 90_000_000  # far above real PMIDs, so demo records never shadow real ones
@@ -60,17 +60,10 @@ def write_demo_drops(drops_dir: Path) -> list[Path]:
     drops_dir = Path(drops_dir)
     drops_dir.mkdir(parents=True, exist_ok=True)
     return [
-        _write_atomic(drops_dir / FIRST_DROP, "\n".join(first) + "\n"),
-        _write_atomic(drops_dir / UPDATE_DROP, "\n".join(_update_lines(rng, generated)) + "\n"),
-        _write_atomic(drops_dir / MEDLINE_DROP, _medline_xml(rng)),
+        write_atomic(drops_dir / FIRST_DROP, "\n".join(first) + "\n"),
+        write_atomic(drops_dir / UPDATE_DROP, "\n".join(_update_lines(rng, generated)) + "\n"),
+        write_atomic(drops_dir / MEDLINE_DROP, _medline_xml(rng)),
     ]
-
-
-def _write_atomic(path: Path, text: str) -> Path:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
 
 
 def _topic(rng: random.Random, number: int) -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import zlib
@@ -21,18 +20,13 @@ from candlefire_pipeline.corpus.records import (
     excerpt_of,
     latest_wins,
 )
+from candlefire_pipeline.fsutil import open_maybe_gzip
 
 logger = logging.getLogger(__name__)
 
 UTF8_BOM = b"\xef\xbb\xbf"
 _DRAIN_BYTES = 1 << 20
 _EXCERPT_BYTES = 4 * EXCERPT_CHARS  # enough bytes for EXCERPT_CHARS UTF-8 characters
-
-
-def _open(path: Path) -> BinaryIO:
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
 
 
 def _lines(stream: BinaryIO) -> Iterator[tuple[bytes, bool]]:
@@ -74,7 +68,7 @@ def iter_jsonl(path: Path) -> Iterator[Accepted | Rejected]:
     """One pass over a papers.jsonl file: one outcome per non-blank line, in file order."""
     path = Path(path)
     try:
-        with _open(path) as stream:
+        with open_maybe_gzip(path) as stream:
             record_no = 0
             for line, oversized in _lines(stream):
                 if not oversized and not line.strip():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import logging
 import re
 import zlib
@@ -27,17 +26,12 @@ from candlefire_pipeline.corpus.records import (
     excerpt_of,
     latest_wins,
 )
+from candlefire_pipeline.fsutil import open_maybe_gzip
 
 logger = logging.getLogger(__name__)
 
 ROOT_ELEMENTS = ("PubmedArticleSet", "MedlineCitationSet")
 _FIRST_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
-
-
-def _open(path: Path) -> BinaryIO:
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
 
 
 def _text(elem: Element | None) -> str:
@@ -163,7 +157,7 @@ def iter_medline(path: Path) -> Iterator[Outcome]:
     """One pass over a MEDLINE XML file: an outcome per citation and a Deleted per delete PMID."""
     path = Path(path)
     try:
-        with _open(path) as stream:
+        with open_maybe_gzip(path) as stream:
             yield from _scan(stream, path)
     except DefusedXmlException as err:
         raise DropFileError(f"{path}: unsafe XML refused ({type(err).__name__}: {err})") from err

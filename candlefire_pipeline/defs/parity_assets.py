@@ -4,9 +4,9 @@ import dagster as dg
 
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
 from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.operations.parity import all_gates, open_stores, run_report
+from candlefire_pipeline.operations.serving import read_state, record_state
 from candlefire_pipeline.parity.report import load_latest
-from candlefire_pipeline.parity_run import all_gates, open_stores, run_report
-from candlefire_pipeline.serving import read_state, record_state
 
 
 @dg.asset(group_name="parity", kinds={"python"}, deps=[pgvector_chunks, chroma_chunks])

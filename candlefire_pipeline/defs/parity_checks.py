@@ -4,8 +4,8 @@ import dagster as dg
 
 from candlefire_pipeline.defs.parity_assets import parity_report
 from candlefire_pipeline.defs.resources import PipelineResource
+from candlefire_pipeline.operations.parity import all_gates
 from candlefire_pipeline.parity.report import load_latest
-from candlefire_pipeline.parity_run import all_gates
 
 GATES = {
     "grounding_agreement": "Grounding booleans agree on every query (default 100%).",

@@ -6,7 +6,7 @@ from candlefire_pipeline.corpus.drops import validate_batch_key
 from candlefire_pipeline.defs.ingest_assets import embeddings
 from candlefire_pipeline.defs.partitions import ingest_batches
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
-from candlefire_pipeline.indexing import ApplySummary, apply_batch
+from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
 
 
 def _apply(context: dg.AssetExecutionContext, pipeline: PipelineResource, store) -> dict:

@@ -5,7 +5,7 @@ import dagster as dg
 from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
 from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
-from candlefire_pipeline.indexing import applied_batches
+from candlefire_pipeline.operations.indexing import applied_batches
 
 MAX_LISTED = 20
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from candlefire_pipeline.fsutil import write_atomic
 from candlefire_pipeline.settings import ParityThresholds
 
 DIVERGENCE_KINDS = ("case", "short_term", "missing_chunk", "ann_miss", "order", "other")
@@ -148,17 +148,10 @@ class ParityReport:
         """Write parity-<id>.json and .md atomically; return (json_path, md_path)."""
         reports_dir = Path(reports_dir)
         reports_dir.mkdir(parents=True, exist_ok=True)
-        md_path = _write_atomic(reports_dir / f"parity-{self.report_id}.md", self.to_markdown())
+        md_path = write_atomic(reports_dir / f"parity-{self.report_id}.md", self.to_markdown())
         # JSON last: load_latest only sees a report once both files exist.
-        json_path = _write_atomic(reports_dir / f"parity-{self.report_id}.json", self.to_json())
+        json_path = write_atomic(reports_dir / f"parity-{self.report_id}.json", self.to_json())
         return json_path, md_path
-
-
-def _write_atomic(path: Path, text: str) -> Path:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
 
 
 def load_latest(reports_dir: Path) -> ParityReport | None:

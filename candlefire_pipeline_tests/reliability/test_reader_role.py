@@ -13,8 +13,8 @@ from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
 from candlefire_pipeline.backends.pg_roles import ensure_reader_role
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.embedding import HashingEmbedder
+from candlefire_pipeline.operations.serving import history, record_state
 from candlefire_pipeline.retrieval.retriever import Retriever
-from candlefire_pipeline.serving import history, record_state
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
 
 DOCS = {

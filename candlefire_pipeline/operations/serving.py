@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psycopg
+
+from candlefire_pipeline.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,7 @@ def record_state(
     )
     if dsn is not None:
         _append_history(dsn, state)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(asdict(state), indent=2) + "\n")
     log.info("serving backend is now %s (%s)", backend, reason)
     return state
 

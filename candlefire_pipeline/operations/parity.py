@@ -8,8 +8,9 @@ from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.indexing import applied_batches, apply_batch, latest_applied_at
+from candlefire_pipeline.operations.indexing import applied_batches, apply_batch, latest_applied_at
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.parity.report import GateResult, ParityReport, evaluate_gates
@@ -18,13 +19,12 @@ from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
-STORES = ("pgvector", "chroma")
 
 
 def build_oracle(settings: Settings, embedder) -> MemoryBackend:
     """The exact oracle: every batch applied to either store, re-applied in batch order."""
     oracle = MemoryBackend(substring_mode=settings.substring_mode)
-    keys = sorted({k for s in STORES for k in applied_batches(settings.batches_dir, s)})
+    keys = sorted({k for s in STORE_NAMES for k in applied_batches(settings.batches_dir, s)})
     for key in keys:
         apply_batch(
             oracle, settings.batches_dir, key, embedder.model_id, embedder.dim, record_applied=False
@@ -62,7 +62,7 @@ def run_report(
 
 def freshness_gate(settings: Settings, report: ParityReport) -> GateResult:
     """A report older than the latest batch applied to either store cannot flip the switch."""
-    latest = latest_applied_at(settings.batches_dir, STORES)
+    latest = latest_applied_at(settings.batches_dir, STORE_NAMES)
     created = datetime.fromisoformat(report.created_at.replace("Z", "+00:00")).timestamp()
     passed = latest is None or created >= latest
     return GateResult(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.embedding import load_embedder
-from candlefire_pipeline.parity_run import build_oracle
+from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import pyarrow.parquet as pq
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.corpus.ledger import superseded_pmids
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_schema
+from candlefire_pipeline.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +124,7 @@ def apply_batch(
 
 def _record_applied(batch_dir: Path, summary: ApplySummary) -> None:
     path = batch_dir / f"applied-{summary.store}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(summary), indent=2))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(asdict(summary), indent=2))
 
 
 def applied_batches(batches_dir: Path, store: str) -> dict[str, float]:

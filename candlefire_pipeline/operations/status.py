@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
+from candlefire_pipeline.operations.serving import ServingState, read_state
 from candlefire_pipeline.parity.report import load_latest
-from candlefire_pipeline.serving import ServingState, read_state
 from candlefire_pipeline.settings import Settings, redact_dsn
-
-STORES = ("pgvector", "chroma")
 
 
 @dataclass
@@ -40,7 +38,7 @@ def collect_status(settings: Settings) -> Status:
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
         status.headline = report.headline()
-    for store in STORES:
+    for store in STORE_NAMES:
         try:
             backend = open_backend(store, settings)
             try:
