@@ -6,9 +6,12 @@ import argparse
 import logging
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 from candlefire_pipeline.settings import Settings, redact_dsn
+
+log = logging.getLogger("candlefire")
 
 INGEST_ASSETS = "papers,chunks,embeddings,pgvector_chunks,chroma_chunks"
 PARITY_ASSETS = "parity_report,serving_backend"
@@ -97,6 +100,38 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `candlefire fetch-pubmed`."""
+    from candlefire_pipeline.corpus.pubmed import DATE_TYPES
+
+    iso_date = date.fromisoformat
+    parser.add_argument("--query", required=True, help="PubMed query, e.g. 'SPG302 OR TDP-43'")
+    parser.add_argument("--since", required=True, type=iso_date, help="first date, YYYY-MM-DD")
+    parser.add_argument("--until", type=iso_date, help="last date, YYYY-MM-DD (default: today)")
+    parser.add_argument("--max", dest="max_records", type=int, help="fetch at most N records")
+    parser.add_argument("--batch-size", type=int, default=500, help="records per efetch request")
+    parser.add_argument("--datetype", choices=DATE_TYPES, default="edat", help="edat: added")
+    parser.add_argument("--drops-dir", type=Path, help="default: the configured drops folder")
+
+
+def cmd_fetch(args: argparse.Namespace, settings: Settings, transport=None) -> int:
+    """0 ok (also when nothing matched), 1 E-utilities failed, 2 bad input."""
+    from candlefire_pipeline.corpus.pubmed import PubmedFetchError, fetch_pubmed
+
+    options = {k: getattr(args, k) for k in ("until", "batch_size", "max_records", "datetype")}
+    credentials = {"api_key": settings.ncbi_api_key, "email": settings.ncbi_email}
+    drops_dir = args.drops_dir or settings.drops_dir
+    try:
+        result = fetch_pubmed(
+            args.query, args.since, drops_dir, **options, **credentials, transport=transport
+        )
+    except (ValueError, PubmedFetchError, OSError) as exc:
+        log.error("fetch-pubmed failed: %s", exc)
+        return 2 if isinstance(exc, ValueError) else 1
+    log.info("fetch-pubmed: %d requests, %d retries", result.requests, result.retries)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="candlefire", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -114,8 +149,6 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--term", action="append", default=[])
     query.add_argument("--backend", choices=["pgvector", "chroma", "memory"], default="pgvector")
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
-    from candlefire_pipeline.pubmed_fetch import add_fetch_arguments
-
     add_fetch_arguments(fetch)
     return parser
 
@@ -127,16 +160,13 @@ COMMANDS = {
     "rollback": cmd_rollback,
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
+    "fetch-pubmed": cmd_fetch,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
-    if args.command == "fetch-pubmed":
-        from candlefire_pipeline.pubmed_fetch import main_fetch
-
-        return main_fetch(args)
     settings = Settings.from_env()
     try:
         return COMMANDS[args.command](args, settings)

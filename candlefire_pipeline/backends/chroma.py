@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from chromadb.config import Settings as ChromaSettings
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, ResultRow
+from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.common import BackendUnavailableError
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class ChromaBackend:
         self._model = None
 
     # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table) -> int:
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         dim = common.rows_dim(rows)
         if rows.num_rows == 0:
             common.check_dim(self.stored_model(), dim)
@@ -167,6 +167,8 @@ class ChromaBackend:
                 documents=part["document"].to_pylist(),
                 metadatas=scalar_metadata(part),
             )
+            if progress is not None:
+                progress(start + part.num_rows)
         self._delete_ids(sorted(old_ids - set(rows["chunk_id"].to_pylist())))
         return rows.num_rows
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -16,8 +17,12 @@ from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.corpus.ledger import superseded_pmids
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_schema
 from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.progress import ProgressMeter
 
 log = logging.getLogger(__name__)
+
+#: Loads of more rows than this report progress (COPY slices, Chroma upsert batches).
+PROGRESS_MIN_ROWS = 5_000
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,13 @@ def apply_batch(
     model_id: str,
     dim: int,
     record_applied: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ApplySummary:
-    """Replace the batch's changed papers and apply its deletes, skipping newer versions."""
+    """Replace the batch's changed papers and apply its deletes, skipping newer versions.
+
+    `progress` receives a message at a steady interval while more than PROGRESS_MIN_ROWS rows
+    are written (done / total, rate, ETA).
+    """
     started = time.perf_counter()
     batch_dir = batches_dir / batch_key
     rows = read_store_rows(batch_dir, batch_key)
@@ -97,7 +107,7 @@ def apply_batch(
     unchanged = {p for p, h in paper_of.items() if stored.get(p) == h} - superseded
     to_write = pmids - superseded - unchanged
     keep = pc.is_in(rows["pmid"], value_set=pa.array(sorted(to_write), pa.string()))
-    written = backend.replace_papers(rows.filter(keep)) if to_write else 0
+    written = _write(backend, rows.filter(keep), progress) if to_write else 0
     to_delete = sorted(set(deleted) - superseded)
     chunks_deleted = backend.delete_papers(to_delete) if to_delete else 0
     summary = ApplySummary(
@@ -120,6 +130,15 @@ def apply_batch(
         summary.papers_superseded, len(to_delete),
     )  # fmt: skip
     return summary
+
+
+def _write(backend: VectorBackend, rows: pa.Table, progress: Callable[[str], None] | None) -> int:
+    if progress is None or rows.num_rows <= PROGRESS_MIN_ROWS:
+        return backend.replace_papers(rows)
+    meter = ProgressMeter(f"{backend.name} load", rows.num_rows, progress, unit="rows")
+    written = backend.replace_papers(rows, progress=meter.update)
+    meter.finish()
+    return written
 
 
 def _record_applied(batch_dir: Path, summary: ApplySummary) -> None:
