@@ -1,10 +1,9 @@
-"""`candlefire`: demo, status, rollback, query, register-drops, fetch-pubmed."""
+"""`candlefire`: demo, status, rollback, query, register-drops, fetch-pubmed, create-reader-role."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import subprocess
 import sys
 from datetime import date
 from pathlib import Path
@@ -13,46 +12,30 @@ from candlefire_pipeline.settings import Settings, redact_dsn
 
 log = logging.getLogger("candlefire")
 
-INGEST_ASSETS = "papers,chunks,embeddings,pgvector_chunks,chroma_chunks"
-PARITY_ASSETS = "parity_report,serving_backend"
 
-
-def _dagster(*args: str) -> None:
-    """Materialize through the Dagster CLI, as CI and operators do."""
-    cmd = [
-        str(Path(sys.executable).with_name("dagster")),
-        *args,
-        "-m",
-        "candlefire_pipeline.definitions",
-    ]
-    print("$", " ".join(cmd[1:]), flush=True)
-    subprocess.run(cmd, check=True)
-
-
-def register_drops(settings: Settings) -> list[str]:
-    """Add a dynamic partition for every drop file (what the sensor does on its own)."""
+def register_drops(settings: Settings, source: str = "register-drops") -> list[str]:
+    """A dynamic partition for every drop file, and the drops recorded as taken in: the drop
+    sensor launches nothing for them unless a file changes."""
     import dagster as dg
 
+    from candlefire_pipeline.corpus.drop_record import record_drops
     from candlefire_pipeline.corpus.drop_scan import scan_drops
     from candlefire_pipeline.corpus.drops import validate_batch_key
     from candlefire_pipeline.defs.partitions import ingest_batches
 
-    keys = [validate_batch_key(d.name) for d in scan_drops(settings.drops_dir)]
+    drops = scan_drops(settings.drops_dir)
+    keys = [validate_batch_key(d.name) for d in drops]
     with dg.DagsterInstance.get() as instance:
         known = set(instance.get_dynamic_partitions(ingest_batches.name))
         instance.add_dynamic_partitions(ingest_batches.name, [k for k in keys if k not in known])
+    record_drops(settings.drop_record_file, drops, source=source)
     return keys
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.corpus.demo import write_demo_drops
+    from candlefire_pipeline.cli_demo import run_demo
 
-    written = write_demo_drops(settings.drops_dir)
-    print(f"wrote {len(written)} demo drops to {settings.drops_dir}")
-    for key in register_drops(settings):
-        _dagster("asset", "materialize", "--select", INGEST_ASSETS, "--partition", key)
-    _dagster("asset", "materialize", "--select", PARITY_ASSETS)
-    return cmd_status(args, settings)
+    return run_demo(settings, lambda s: register_drops(s, source="candlefire demo"))
 
 
 def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
@@ -170,11 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings.from_env()
     try:
         return COMMANDS[args.command](args, settings)
-    except subprocess.CalledProcessError as exc:
-        print(
-            f"candlefire {args.command}: a Dagster step failed ({exc.returncode})", file=sys.stderr
-        )
-        return 1
     except (OSError, ValueError, RuntimeError) as exc:
         print(
             f"candlefire {args.command}: {exc} (pg: {redact_dsn(settings.pg_dsn)})", file=sys.stderr

@@ -31,18 +31,24 @@ def drop_file(path: Path) -> DropFile:
     return DropFile(Path(path).name, stat.st_size, stat.st_mtime_ns)
 
 
-def read_record(path: Path) -> dict[str, str]:
-    """drop name -> fingerprint (DropFile.run_key) of the version last taken in; {} if none."""
-    path = Path(path)
+def _entries(path: Path) -> dict[str, dict]:
+    """name -> {fingerprint, by, at}; DropRecordError when the file is not a drop record."""
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        drops = data["drops"]
-        return {str(name): str(entry["fingerprint"]) for name, entry in drops.items()}
+        drops = json.loads(path.read_text(encoding="utf-8"))["drops"]
+        for name, entry in drops.items():
+            if not isinstance(name, str) or not isinstance(entry["fingerprint"], str):
+                raise TypeError(f"entry {name!r} has no fingerprint string")
+        return drops
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         problem = f"{type(exc).__name__}: {exc}"
         raise DropRecordError(f"{path} is not a drop record ({problem})") from None
+
+
+def read_record(path: Path) -> dict[str, str]:
+    """drop name -> fingerprint (DropFile.run_key) of the version last taken in; {} if none."""
+    return {name: entry["fingerprint"] for name, entry in _entries(Path(path)).items()}
 
 
 @contextmanager
@@ -66,9 +72,9 @@ def record_drops(path: Path, drops: Iterable[DropFile], source: str) -> int:
     path = Path(path)
     with _locked(path):
         try:
-            entries = json.loads(path.read_text(encoding="utf-8"))["drops"] if path.exists() else {}
-        except (ValueError, KeyError, TypeError):
-            entries = {}  # an unreadable record is rebuilt rather than blocking every ingest
+            entries = _entries(path)
+        except DropRecordError:
+            entries = {}  # rebuilt rather than blocking every ingest: re-ingesting is idempotent
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         changed = 0
         for drop in drops:
