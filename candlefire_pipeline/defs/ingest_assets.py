@@ -98,7 +98,8 @@ def build_embeddings(code_version: str) -> dg.AssetsDefinition:
         description=(
             "One L2-normalized float32 vector per chunk from the configured model; a chunk "
             "whose content hash is in the cache for this model is not embedded again. The code "
-            "version names the model: changing it marks this asset and both stores stale."
+            "version names the model: changing it marks this asset stale, and both stores once "
+            "it is re-embedded (a new data version)."
         ),
         metadata={"written_to": "data/batches/<drop>/embeddings.parquet"},
     )
