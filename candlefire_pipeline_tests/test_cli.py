@@ -49,3 +49,12 @@ def test_status_fails_loudly_when_chroma_server_is_unreachable(ingested, capsys,
     monkeypatch.setenv("CANDLEFIRE_CHROMA_PORT", "9")  # discard port: nothing listens
     assert candlefire(["status"]) == 2
     assert "chroma: UNREACHABLE" in capsys.readouterr().out
+
+
+def test_fetch_pubmed_is_dispatched_like_every_command(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("CANDLEFIRE_DATA_DIR", str(tmp_path))
+    # invalid input is refused before any request: no network needed to see the dispatch
+    args = ["fetch-pubmed", "--query", "SOD1", "--since", "2025-01-01", "--batch-size", "0"]
+    assert candlefire(args) == 2
+    assert "batch_size must be 1..10000" in caplog.text
+    assert not (tmp_path / "drops").exists()

@@ -18,6 +18,7 @@ class FetchWindow(dg.Config):
     query: str
     since: str  # YYYY-MM-DD
     until: str  # YYYY-MM-DD
+    batch_size: int = 500  # records per efetch request
 
 
 @dg.op(
@@ -34,7 +35,7 @@ def fetch_pubmed_drop(
     window = f"{config.query!r} {config.since}..{config.until}"
     try:
         since, until = date.fromisoformat(config.since), date.fromisoformat(config.until)
-        result = pubmed.fetch(config.query, since, until, drops_dir)
+        result = pubmed.fetch(config.query, since, until, drops_dir, config.batch_size)
     except (ValueError, PubmedFetchError, OSError) as exc:
         raise dg.Failure(
             description=f"PubMed fetch {window} failed, no drop written: {exc}",

@@ -108,12 +108,12 @@ class PubmedResource(dg.ConfigurableResource):
     api_key: str | None = None
     email: str | None = None
 
-    def fetch(self, query: str, since, until, drops_dir: Path):
+    def fetch(self, query: str, since, until, drops_dir: Path, batch_size: int = 500):
         from candlefire_pipeline.corpus.pubmed import EUTILS_BASE, fetch_pubmed
 
         settings = Settings.from_env()
         return fetch_pubmed(
-            query, since, drops_dir, until=until,
+            query, since, drops_dir, until=until, batch_size=batch_size,
             base_url=self.base_url or EUTILS_BASE,
             api_key=self.api_key or settings.ncbi_api_key,
             email=self.email or settings.ncbi_email,
