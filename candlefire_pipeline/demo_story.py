@@ -56,9 +56,9 @@ def _embeddings(m: Mapping) -> str:
 
 def _store(m: Mapping) -> str:
     return (
-        f"+{m['rows_written']} rows ({m['papers_replaced']} papers replaced, "
-        f"{m['papers_unchanged']} unchanged), -{m['chunks_deleted']} chunks "
-        f"({m['papers_deleted']} papers deleted) -> {m['store_chunks']} chunks"
+        f"+{m['rows_written']} rows -{m['chunks_deleted']} chunks ({m['papers_replaced']} papers "
+        f"replaced, {m['papers_unchanged']} unchanged, {m['papers_deleted']} deleted) "
+        f"= {m['store_chunks']} chunks"
     )
 
 

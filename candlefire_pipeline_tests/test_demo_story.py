@@ -35,8 +35,8 @@ INGEST = {
         ("embeddings", "embeddings  23 chunks: 20 embedded, 3 cached (x-v2, 384-dim, 42 chunks/s)"),
         (
             "pgvector_chunks",
-            "pgvector    +23 rows (8 papers replaced, 1 unchanged), -2 chunks (1 papers deleted)"
-            " -> 651 chunks",
+            "pgvector    +23 rows -2 chunks (8 papers replaced, 1 unchanged, 1 deleted)"
+            " = 651 chunks",
         ),
     ],
 )

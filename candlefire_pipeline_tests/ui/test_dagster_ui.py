@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,7 +90,8 @@ def demo_run(ui_workdir: Path) -> DemoRun:
     done = subprocess.run(
         [CANDLEFIRE, "demo"], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800
     )
-    (ui_workdir / "demo.out").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the terminal output is an artifact too
+    (SCREENSHOTS / "demo.out").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return DemoRun(home, data_dir, done.stdout, done.stderr)
 
@@ -130,8 +132,17 @@ def _markdown_headers(markdown: str) -> set[str]:
     return headers
 
 
+@contextmanager
+def _instance(home: Path) -> Iterator[dg.DagsterInstance]:
+    """The demo's instance (its dagster.yaml roots SQLite storage at $DAGSTER_HOME)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DAGSTER_HOME", str(home))
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            yield instance
+
+
 def _latest_metadata(home: Path, asset: str) -> dict:
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    with _instance(home) as instance:
         event = instance.get_latest_materialization_event(dg.AssetKey(asset))
     return {k: v.value for k, v in event.asset_materialization.metadata.items()}
 
@@ -178,7 +189,7 @@ def test_make_ui_after_make_demo_launches_no_run_again(dagster_ui: DagsterDev, d
     ticks = dagster_ui.sensor("pubmed_drops_sensor")["sensorState"]["ticks"]
     assert all(not t["runIds"] for t in ticks), ticks
     assert any("3 already taken in" in (t["skipReason"] or "") for t in ticks), ticks
-    with dg.DagsterInstance.from_config(str(demo_run.home)) as instance:
+    with _instance(demo_run.home) as instance:
         runs = instance.get_runs()
     assert len(runs) == 4  # the demo's three ingest runs and its parity run, nothing else
     assert not [r for r in runs if r.tags.get("dagster/sensor_name")]
@@ -215,8 +226,9 @@ def test_the_serving_state_shows_on_its_asset_page(
     serving = read_state(demo_run.data_dir / "serving_backend.json").backend
     browser.goto(f"{dagster_ui.url}/assets/serving_backend")
 
-    def shown() -> bool:
-        return ["serving_backend", serving] in browser.evaluate(ROWS_JS)
+    def shown() -> bool:  # metadata rows are (key, timestamp, value)
+        rows = browser.evaluate(ROWS_JS)
+        return any(len(r) == 3 and r[0] == "serving_backend" and r[2] == serving for r in rows)
 
     browser.wait_for(
         shown, describe=lambda: f"no serving_backend row; page: {browser.body_text()[:2000]}"
