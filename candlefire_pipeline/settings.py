@@ -47,7 +47,8 @@ class RetrievalSettings:
     keyword_n: int = 20
     recency_start_year: int = 1990
     recency_end_year: int = 2025
-    recency_max_factor: float = 1.5
+    #: The factor at recency_end_year; later years keep the slope (2026 -> 1.514), not a cap.
+    recency_end_factor: float = 1.5
     #: sentence-transformers CrossEncoder id or path; None skips rerank and keeps RRF order.
     reranker_model: str | None = None
 

@@ -109,6 +109,19 @@ def test_identical_stores_agree_everywhere(make_backend, demo_rows):
     assert [row.query_id for row in report.queries] == [q.id for q in queries]
 
 
+def test_mutation_query_reaches_q_331k_only_through_the_hyphen_variant(
+    make_backend, demo_rows, demo_chunks
+):
+    docs = [c["document"] for c in demo_chunks]
+    assert any("Q-331K" in d for d in docs) and not any("Q331K" in d for d in docs)
+    [query] = [q for q in load_queries() if q.id == "mutation-q331k"]
+    papers = {c["pmid"] for c in demo_chunks if "Q-331K" in c["document"]}
+    for name, retriever in retrievers(load_stores(make_backend, demo_rows)).items():
+        assert retriever.grounding(query.terms) == {"Q331K": {"corpus": True, "abstract": True}}
+        hits = retriever.search_by_keyword(query.terms, EMBEDDER.embed([query.text])[0], n=50)
+        assert {row["pmid"] for row in hits} == papers, name
+
+
 def test_chunk_deleted_behind_pgvectors_back_is_a_missing_chunk(make_backend, demo_rows):
     stores = load_stores(make_backend, demo_rows)
     pg = stores["pgvector"]
