@@ -46,8 +46,10 @@ from candlefire_pipeline.retrieval.variants import term_matches_text, term_varia
         ("\u00c41", ["\u00c41"]),
         ("\uff33\uff30\uff27302", ["\uff33\uff30\uff27302"]),
         # a digit is any Unicode decimal digit (re's \d), as in candle-fire
-        ("SPG\u0663\u0660\u0662", ["SPG\u0663\u0660\u0662", "SPG \u0663\u0660\u0662",
-                                     "SPG-\u0663\u0660\u0662"]),  # fmt: skip
+        (
+            "SPG\u0663\u0660\u0662",
+            ["SPG\u0663\u0660\u0662", "SPG \u0663\u0660\u0662", "SPG-\u0663\u0660\u0662"],
+        ),
         # no letter-digit boundary: nothing to vary
         ("riluzole", ["riluzole"]),
         ("amyotrophic lateral sclerosis", ["amyotrophic lateral sclerosis"]),
