@@ -1,4 +1,4 @@
-"""`candlefire`: demo, status, rollback, query, register-drops, fetch-pubmed."""
+"""`candlefire`: demo, status, rollback, query, repair, register-drops, fetch-pubmed."""
 
 from __future__ import annotations
 
@@ -97,6 +97,23 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when the store matches its ledger view (after --apply), 1 when it does not."""
+    from candlefire_pipeline.backends.factory import open_backend
+    from candlefire_pipeline.operations.repair import format_repair, repair_store
+
+    backend = open_backend(args.store, settings)
+    try:
+        report = repair_store(backend, settings.batches_dir, apply=args.apply)
+    except Exception as exc:  # noqa: BLE001 - a store failing mid-repair is a report, not a trace
+        print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        backend.close()
+    print(format_repair(report))
+    return 0 if report.converged else 1
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="candlefire", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -113,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--entity", action="append", default=[])
     query.add_argument("--term", action="append", default=[])
     query.add_argument("--backend", choices=["pgvector", "chroma", "memory"], default="pgvector")
+    from candlefire_pipeline.backends.factory import BACKEND_NAMES
+
+    repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
+    repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
+    repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     from candlefire_pipeline.pubmed_fetch import add_fetch_arguments
 
@@ -127,6 +149,7 @@ COMMANDS = {
     "rollback": cmd_rollback,
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
+    "repair": cmd_repair,
 }
 
 

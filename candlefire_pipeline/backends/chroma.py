@@ -203,17 +203,28 @@ class ChromaBackend:
 
     def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
         # a batch asks only for its own papers: a full scan reads every row's metadata
-        if pmids is None:
-            wheres: list[dict | None] = [None]
-        else:
-            wanted = sorted(set(pmids))
-            wheres = [{"pmid": {"$in": wanted[i : i + PAGE]}} for i in range(0, len(wanted), PAGE)]
         return {
             m["pmid"]: m["paper_hash"]
-            for w in wheres
+            for w in self._pmid_wheres(pmids)
             for p in self._pages(w)
             for m in p["metadatas"]
         }
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        rows = (
+            (m["pmid"], i, m["content_hash"])
+            for w in self._pmid_wheres(pmids)
+            for p in self._pages(w)
+            for i, m in zip(p["ids"], p["metadatas"], strict=True)
+        )
+        return common.group_chunks(rows)
+
+    def _pmid_wheres(self, pmids: Sequence[str] | None) -> list[dict | None]:
+        """Where-documents covering these pmids in pages of PAGE (one None: everything)."""
+        if pmids is None:
+            return [None]
+        wanted = sorted(set(pmids))
+        return [{"pmid": {"$in": wanted[i : i + PAGE]}} for i in range(0, len(wanted), PAGE)]
 
     def chunk_hashes(self) -> dict[str, str]:
         return {

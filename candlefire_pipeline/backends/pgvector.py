@@ -239,6 +239,12 @@ class PgVectorBackend:
     def chunk_hashes(self) -> dict[str, str]:
         return dict(self._select("SELECT chunk_id, content_hash FROM {t}"))
 
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        if pmids is None:
+            return common.group_chunks(self._select("SELECT pmid, chunk_id, content_hash FROM {t}"))
+        query = "SELECT pmid, chunk_id, content_hash FROM {t} WHERE pmid = ANY(%s)"
+        return common.group_chunks(self._select(query, [list(pmids)]))
+
     def has_paper(self, pmid: str) -> bool:
         rows = self._select("SELECT EXISTS (SELECT 1 FROM {t} WHERE pmid = %s)", [pmid])
         return bool(rows and rows[0][0])
