@@ -64,3 +64,12 @@ def expected_chunks(batches_dir: Path, batch_keys: Iterable[str] | None = None) 
             fresh.setdefault(row["pmid"], {})[row["chunk_id"]] = row["content_hash"]
         latest.update(fresh)  # replace by paper: old chunks of a re-sent paper disappear
     return {cid: digest for chunks in latest.values() for cid, digest in chunks.items()}
+
+
+def diff_hashes(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[str]]:
+    """Chunk ids missing from, extra in, or stale in `actual`."""
+    return {
+        "missing": sorted(expected.keys() - actual.keys()),
+        "orphaned": sorted(actual.keys() - expected.keys()),
+        "stale": sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
+    }

@@ -5,15 +5,22 @@ from __future__ import annotations
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.operations.parity import build_oracle
+from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings
+
+SERVING = "serving"  # follow the switch, exactly as the app does (operations/reader.py)
 
 
 def run_query(
     settings: Settings, backend_name: str, text: str, entities: list[str], terms: list[str]
 ) -> Retrieval:
+    """retrieve() on one backend, or (backend_name "serving") on the one the switch names."""
     embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+    if backend_name == SERVING:
+        with ServingReader(settings, embedder) as reader:
+            return reader.retriever().retrieve(text, entity_names=entities, terms=terms)
     if backend_name == "memory":
         backend = build_oracle(settings, embedder)
     else:

@@ -25,8 +25,6 @@ def pipeline_env(monkeypatch, data_dir: Path, pg_dsn: str, model: str = "hashing
         "CANDLEFIRE_PG_DSN": pg_dsn,
         "CANDLEFIRE_PG_TABLE": f"chunks_{uuid.uuid4().hex[:10]}",
         "CANDLEFIRE_EMBED_MODEL": model,
-        # latency is a machine property, not a behaviour: tests never gate on wall-clock time
-        "CANDLEFIRE_PARITY_P95_RATIO": "1000",
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

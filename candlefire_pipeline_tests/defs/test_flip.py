@@ -6,7 +6,8 @@ import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.operations.serving import history, read_state
+from candlefire_pipeline.operations.serving import read_state
+from candlefire_pipeline.operations.serving_history import history
 from candlefire_pipeline.parity.report import load_latest
 from candlefire_pipeline_tests.defs.pipeline_harness import (
     Pipeline,
