@@ -73,7 +73,11 @@ def _ledger_diff(expected: dict[str, str], backend: VectorBackend) -> dict:
 
 
 def run_report(
-    settings: Settings, embedder, stores: dict, query_files: tuple[Path, ...] = ()
+    settings: Settings,
+    embedder,
+    stores: dict,
+    query_files: tuple[Path, ...] = (),
+    include_default_queries: bool = True,
 ) -> ParityReport:
     """The full retriever on every store and the oracle over the committed (+ extra) queries.
 
@@ -84,7 +88,7 @@ def run_report(
     started = datetime.now(UTC)
     ledger = ledger_snapshot(settings.batches_dir, STORE_NAMES)
     keys = sorted({k for applied in ledger.values() for k in applied})
-    queries = load_queries()
+    queries = load_queries() if include_default_queries else []
     for extra in query_files:
         queries += load_queries(extra)
     expected = expected_chunks(settings.batches_dir, keys)
