@@ -120,7 +120,9 @@ def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.query import format_retrieval, run_query
 
-    retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
+    backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
+    if args.backend == "serving":
+        print(f"serving backend: {backend} (as the app reads it: switch + override)")
     print(format_retrieval(retrieval, args.term))
     return 0
 

@@ -51,6 +51,16 @@ class Pipeline:
             raise_on_error=raise_on_error,
         )
 
+    def stage(self, key: str) -> dg.ExecuteInProcessResult:
+        """papers, chunks and embeddings of a batch, not yet applied to any store."""
+        self.instance.add_dynamic_partitions(ingest_batches.name, [key])
+        return dg.materialize(
+            [papers, chunks, embeddings],
+            instance=self.instance,
+            resources=build_resources(Settings.from_env()),
+            partition_key=key,
+        )
+
     def parity(
         self,
         raise_on_error: bool = False,
