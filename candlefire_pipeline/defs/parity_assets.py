@@ -50,6 +50,11 @@ def serving_backend(
     context.log.info(
         f"serving backend: {state.describe()} ({decision.outcome}: {decision.message})"
     )
+    if state.backend == "pgvector" and failed(gates):
+        context.log.warning(
+            f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
+            "`candlefire rollback --reason ...` pins Chroma"
+        )
     return dg.MaterializeResult(
         metadata={
             "serving_backend": state.backend,
