@@ -9,6 +9,8 @@ from __future__ import annotations
 import getpass
 import logging
 
+import psycopg
+
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
@@ -95,8 +97,9 @@ def promote(
     try:
         dsn = resolve_dsn(settings)
         _check_pgvector(settings)
-    except BackendUnavailableError as exc:
-        message = f"pgvector is unreachable, nothing changed: {exc}"
+    except (BackendUnavailableError, psycopg.Error) as exc:
+        why = exc if isinstance(exc, BackendUnavailableError) else type(exc).__name__
+        message = f"pgvector is unreachable, nothing changed: {why}"
         return Outcome(Decision(PROMOTE, current.state, current.state, REFUSED, message), current)
     if run_new_report:
         report = _run_and_write_report(settings, embedder)
