@@ -102,7 +102,11 @@ class Pipeline:
 
 
 class SlowReads:
-    """A backend whose read calls take `delay_s` longer: a genuinely slower store."""
+    """A backend whose read calls take 4x as long plus `delay_s`: a genuinely slower store.
+
+    The multiple keeps it slower than the other store however loaded the machine is (both
+    stores' own times grow together); the fixed part makes the gap large on an idle one.
+    """
 
     SLOWED = ("semantic_candidates", "substring_candidates", "contains", "fetch")
 
@@ -115,8 +119,10 @@ class SlowReads:
             return attribute
 
         def slowed(*args, **kwargs):
-            time.sleep(self._delay_s)
-            return attribute(*args, **kwargs)
+            started = time.perf_counter()
+            result = attribute(*args, **kwargs)
+            time.sleep(self._delay_s + 3 * (time.perf_counter() - started))
+            return result
 
         return slowed
 
