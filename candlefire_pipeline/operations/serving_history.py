@@ -123,6 +123,7 @@ def flush(dsn: str | None, pending_file: Path, lock) -> HistoryWrite:
                     conn.execute(_INSERT, [entry.get(k) for k in ENTRY_FIELDS])
     except (BackendUnavailableError, psycopg.Error) as exc:
         reason = str(exc) if isinstance(exc, BackendUnavailableError) else type(exc).__name__
+        reason = " ".join(reason.split())  # libpq's messages span lines; a warning is one line
         return HistoryWrite(0, len(entries), f"Postgres did not take the history: {reason}")
     with lock():
         left = _drop_entries(pending_file, {e["entry_id"] for e in entries})

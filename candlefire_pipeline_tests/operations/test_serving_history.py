@@ -53,6 +53,7 @@ def _rollback(capsys, reason: str) -> tuple[str, str]:
     assert "Traceback" not in out + err
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and "queued locally" in warnings[0], err
+    assert warnings[0].endswith("replayed on the next successful connection")  # one line
     return out, err
 
 
