@@ -76,6 +76,18 @@ class RetrievalSettings:
     reranker_model: str | None = None
 
 
+#: gate threshold -> (environment variable, lowest allowed, highest allowed). The ranges keep
+#: a gate from being switched off from the environment (an overlap of 0, a p95 ratio of 1000).
+THRESHOLD_RANGES: dict[str, tuple[str, float, float]] = {
+    "grounding_agreement": ("CANDLEFIRE_PARITY_GROUNDING", 0.9, 1.0),
+    "mean_overlap": ("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.7, 1.0),
+    "p95_ratio": ("CANDLEFIRE_PARITY_P95_RATIO", 1.0, 3.0),
+    "ann_recall": ("CANDLEFIRE_PARITY_ANN_RECALL", 0.8, 1.0),
+    "min_corpus_chunks": ("CANDLEFIRE_PARITY_MIN_CHUNKS", 10, 1_000_000_000),
+    "min_queries_with_results": ("CANDLEFIRE_PARITY_MIN_QUERIES", 5, 100_000),
+}
+
+
 @dataclass(frozen=True)
 class IngestLimits:
     """Bounds enforced while a drop is streamed, so memory stays bounded whatever the input."""
@@ -101,11 +113,36 @@ class IngestLimits:
 
 @dataclass(frozen=True)
 class ParityThresholds:
-    """Defaults for the blocking checks that gate the flip to pgvector."""
+    """The thresholds of the gates that decide the flip to pgvector; out of range = error."""
 
     grounding_agreement: float = 1.0
     mean_overlap: float = 0.9
     p95_ratio: float = 1.5
+    #: pgvector's chunk-level recall@15 against the exact oracle (1.0 measured at ef_search 400)
+    ann_recall: float = 0.95
+    #: evidence: every store holds at least this many chunks (the demo's first drop has ~600)
+    min_corpus_chunks: int = 100
+    #: evidence: this many queries return results on every store (the committed set has 58)
+    min_queries_with_results: int = 20
+
+    def __post_init__(self) -> None:
+        for name, (variable, low, high) in THRESHOLD_RANGES.items():
+            value = getattr(self, name)
+            # NaN fails both comparisons, so it is refused too
+            if isinstance(value, bool) or not (low <= value <= high):
+                raise ValueError(
+                    f"{variable} (parity gate {name}) must be between {low:g} and {high:g}, "
+                    f"got {value!r}"
+                )
+
+    @classmethod
+    def from_env(cls) -> ParityThresholds:
+        values = {}
+        for name, (variable, _, _) in THRESHOLD_RANGES.items():
+            default = getattr(cls, name)
+            read = _int if isinstance(default, int) else _float
+            values[name] = read(variable, default)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -138,6 +175,8 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     parity: ParityThresholds = field(default_factory=ParityThresholds)
     ingest: IngestLimits = field(default_factory=IngestLimits)
+    #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
+    serving_override: str | None = None
 
     @property
     def batches_dir(self) -> Path:
@@ -163,6 +202,11 @@ class Settings:
     def serving_file(self) -> Path:
         return self.data_dir / "serving_backend.json"
 
+    @property
+    def serving_pending_file(self) -> Path:
+        """Switch changes whose history row Postgres has not received yet (JSON lines)."""
+        return self.data_dir / "serving_history_pending.jsonl"
+
     def batch_dir(self, batch_key: str) -> Path:
         return self.batches_dir / batch_key
 
@@ -171,7 +215,9 @@ class Settings:
         return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
 
     @classmethod
-    def from_env(cls) -> Settings:
+    def from_env(cls, parity: bool = True) -> Settings:
+        """Settings from the environment; parity=False skips the gate thresholds (rollback must
+        work even when one of them is misconfigured)."""
         data_dir = Path(_env("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
         mode = _env("CANDLEFIRE_SUBSTRING_MODE", "like").lower()
         if mode not in ("like", "ilike"):
@@ -197,13 +243,19 @@ class Settings:
             ncbi_api_key=_env("NCBI_API_KEY"),
             ncbi_email=_env("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=_env("CANDLEFIRE_RERANKER_MODEL")),
-            parity=ParityThresholds(
-                grounding_agreement=_float("CANDLEFIRE_PARITY_GROUNDING", 1.0),
-                mean_overlap=_float("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.9),
-                p95_ratio=_float("CANDLEFIRE_PARITY_P95_RATIO", 1.5),
-            ),
+            parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
+            serving_override=_serving_override(),
         )
+
+
+def _serving_override() -> str | None:
+    value = _env("CANDLEFIRE_SERVING_BACKEND")
+    if value is not None and value.lower() not in ("chroma", "pgvector"):
+        raise ValueError(
+            f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
+        )
+    return value.lower() if value else None
 
 
 def redact_dsn(dsn: str | None) -> str:

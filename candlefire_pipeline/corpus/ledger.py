@@ -76,3 +76,12 @@ def expected_chunks(batches_dir: Path, batch_keys: Iterable[str] | None = None) 
     """
     live = live_papers(batches_dir, batch_keys)
     return {cid: digest for _, chunks in live.values() for cid, digest in chunks.items()}
+
+
+def diff_hashes(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[str]]:
+    """Chunk ids missing from, extra in, or stale in `actual`."""
+    return {
+        "missing": sorted(expected.keys() - actual.keys()),
+        "orphaned": sorted(actual.keys() - expected.keys()),
+        "stale": sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
+    }

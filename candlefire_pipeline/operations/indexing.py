@@ -226,3 +226,8 @@ def latest_applied_at(batches_dir: Path, stores: tuple[str, ...]) -> float | Non
     """When any of `stores` last received an ingest batch, or None if never."""
     times = [t for s in stores for t in applied_batches(batches_dir, s).values()]
     return max(times, default=None)
+
+
+def ledger_snapshot(batches_dir: Path, stores: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """store -> {batch_key: applied_at}: the ledger state a parity report runs on."""
+    return {store: applied_batches(batches_dir, store) for store in stores}

@@ -13,9 +13,10 @@ from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.corpus import demo
 from candlefire_pipeline.corpus.drops import write_chunks, write_papers
 from candlefire_pipeline.embedding import HashingEmbedder
+from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
-from candlefire_pipeline.parity.report import DIVERGENCE_KINDS, evaluate_gates
+from candlefire_pipeline.parity.report import DIVERGENCE_KINDS
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds, RetrievalSettings
 from candlefire_pipeline_tests.fixtures_backends import make_rows
@@ -85,7 +86,7 @@ def retrievers(stores: dict) -> dict[str, Retriever]:
 
 
 def gates(report) -> dict:
-    return {g.name: g for g in evaluate_gates(report, ParityThresholds())}
+    return {g.name: g for g in evaluate_gates(report, ParityThresholds(), ledger_now=None)}
 
 
 def test_identical_stores_agree_everywhere(make_backend, demo_rows):
