@@ -6,9 +6,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from candlefire_pipeline.operations.parity import all_gates
+from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.serving import ServingState, read_state
-from candlefire_pipeline.parity.report import GateResult, load_latest
+from candlefire_pipeline.parity.gates import GateResult
 from candlefire_pipeline.settings import Settings
 
 #: Store asset -> the store's name in the story and the summary.
@@ -25,8 +25,7 @@ class ServingSummary:
 
 def serving_summary(settings: Settings) -> ServingSummary:
     """The gates of the latest report and the serving switch (the one place the demo asks)."""
-    report = load_latest(settings.reports_dir)
-    gates = all_gates(settings, report) if report is not None else []
+    report, gates = latest_evaluation(settings)
     report_id = report.report_id if report is not None else None
     return ServingSummary(report_id, gates, read_state(settings.serving_file))
 
@@ -122,9 +121,7 @@ def summary_lines(store_chunks: Mapping[str, int | None], summary: ServingSummar
     for store, count in store_chunks.items():
         lines.append(f"  {store:<22} {'-' if count is None else count:>14}")
     lines += _gate_rows(summary.gates)
-    s = summary.serving
-    lines.append(f"  serving backend: {s.backend}, since {s.changed_at or 'the start'}")
-    lines.append(f"    ({s.reason})")
+    lines.append(f"  serving backend: {summary.serving.describe()}")
     lines += [
         "",
         "Next",

@@ -8,8 +8,8 @@ from dagster._core.events import DagsterEventType
 from candlefire_pipeline.cli_demo import LONG_STEP_S, progress_messages
 from candlefire_pipeline.defs.progress import PROGRESS_PREFIX
 from candlefire_pipeline.demo_story import ServingSummary, step_lines, summary_lines
-from candlefire_pipeline.operations.serving import ServingState
-from candlefire_pipeline.parity.report import GateResult
+from candlefire_pipeline.operations.serving import PINNED, ServingState
+from candlefire_pipeline.parity.gates import GateResult
 
 STORE = {
     "rows_written": 23, "papers_replaced": 8, "papers_unchanged": 1, "papers_deleted": 1,
@@ -55,8 +55,8 @@ def test_a_run_that_materialized_nothing_tells_nothing():
     assert step_lines({}, {}) == []
 
 
-def _summary(gates, backend="chroma") -> list[str]:
-    state = ServingState(backend=backend, changed_at="2026-11-30T10:00:00Z", reason="drill")
+def _summary(gates) -> list[str]:
+    state = ServingState(state=PINNED, changed_at="2026-11-30T10:00:00Z", reason="drill", actor="bob")
     return summary_lines({"pgvector": 651, "chroma": None}, ServingSummary("r1", gates, state))
 
 
@@ -70,7 +70,7 @@ def test_the_summary_has_chunks_per_store_every_gate_the_serving_state_and_what_
     assert "  chroma                              -" in text  # never materialized
     assert "  mean_overlap                     0.85            0.9  FAIL" in text
     assert "report_is_fresh        11-30 00:53:20 11-30 00:36:40  pass" in text
-    assert "serving backend: chroma, since 2026-11-30T10:00:00Z" in text
+    assert "serving backend: chroma (PINNED by bob at 2026-11-30T10:00:00Z: drill)" in text
     assert "make ui" in text and "candlefire query" in text and "candlefire status" in text
 
 

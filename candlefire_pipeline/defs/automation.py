@@ -19,7 +19,7 @@ PARITY_AFTER_NEW_PARTITIONS = (
 ).with_label("after new store partitions, store checks passed")
 
 #: serving_backend: re-decided after every fresh report whose blocking gate checks passed (the
-#: asset itself flips only when every gate passes; it never flips back on its own).
+#: asset's `auto_promote` decides; an operator's pin holds).
 DECIDE_AFTER_PARITY = (
     AC.any_deps_updated().since_last_handled()
     & ~AC.any_deps_in_progress()

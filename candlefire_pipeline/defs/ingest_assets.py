@@ -36,7 +36,7 @@ def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
         raise dg.Failure(f"drop file {key!r} is not in the drops folder {settings.drops_dir}")
     version = drop_file(drop)  # before reading: a file changed meanwhile stays new
     try:
-        summary = write_papers(drop, settings.batch_dir(key))
+        summary = write_papers(drop, settings.batch_dir(key), settings.ingest)
     except DropFileError as exc:
         raise dg.Failure(str(exc)) from exc
     record_drops(settings.drop_record_file, [version], source=f"run {context.run.run_id}")

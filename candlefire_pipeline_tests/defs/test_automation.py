@@ -6,6 +6,7 @@ import dagster as dg
 import pytest
 
 from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.definitions import defs
 from candlefire_pipeline.defs.parity_assets import parity_report, serving_backend
 from candlefire_pipeline.defs.parity_checks import parity_checks
@@ -84,14 +85,16 @@ def _parity_report_with_its_checks(instance) -> dg.ExecuteInProcessResult:
 def test_the_serving_decision_follows_a_fresh_report_only_when_its_gates_passed(
     settings, monkeypatch
 ):
+    monkeypatch.setenv("CANDLEFIRE_PARITY_P95_RATIO", "3.0")  # latency is a machine property
+    first = write_demo_drops(settings.drops_dir)[0].name  # enough evidence for every gate
     with dg.instance_for_test() as instance:
-        assert Pipeline(instance).ingest(_drop(settings, "0001-a.jsonl", ["821", "822"])).success
+        assert Pipeline(instance).ingest(first).success
         ticks = Ticks(instance)
         assert ticks.requested() == set()
         assert _parity_report_with_its_checks(instance).success
         assert ticks.requested() == {SERVING}
         assert ticks.requested() == set()
-        monkeypatch.setenv("CANDLEFIRE_PARITY_MEAN_OVERLAP", "1.01")  # no report can pass it
+        monkeypatch.setenv("CANDLEFIRE_PARITY_MIN_CHUNKS", "1000000")  # corpus_size fails
         failed = _parity_report_with_its_checks(instance)
         assert not all(e.passed for e in failed.get_asset_check_evaluations())
         assert ticks.requested() == set()  # a failed gate holds the decision
