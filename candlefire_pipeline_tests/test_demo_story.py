@@ -56,7 +56,9 @@ def test_a_run_that_materialized_nothing_tells_nothing():
 
 
 def _summary(gates) -> list[str]:
-    state = ServingState(state=PINNED, changed_at="2026-11-30T10:00:00Z", reason="drill", actor="bob")
+    state = ServingState(
+        state=PINNED, changed_at="2026-11-30T10:00:00Z", reason="drill", actor="bob"
+    )
     return summary_lines({"pgvector": 651, "chroma": None}, ServingSummary("r1", gates, state))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 import httpx
 import psycopg
 
@@ -38,9 +40,19 @@ def _chain(exc: BaseException):
         seen += 1
 
 
+def _is_configuration_error(link: BaseException) -> bool:
+    """Refused credentials or an unverifiable certificate: the next attempt meets them too."""
+    if isinstance(link, httpx.HTTPStatusError):
+        return link.response.status_code in (401, 403)
+    return isinstance(link, ssl.SSLCertVerificationError)
+
+
 def is_transient(exc: BaseException) -> bool:
     """True when `exc` (or what it wraps, e.g. chromadb's ValueError around a ConnectError) is
-    a connection problem a later attempt may not meet; data errors are never transient."""
+    a connection problem a later attempt may not meet; data and configuration errors never."""
     if isinstance(exc, DATA_ERROR_TYPES):
         return False
-    return any(isinstance(link, TRANSIENT_TYPES) for link in _chain(exc))
+    chain = list(_chain(exc))
+    if any(_is_configuration_error(link) for link in chain):
+        return False
+    return any(isinstance(link, TRANSIENT_TYPES) for link in chain)

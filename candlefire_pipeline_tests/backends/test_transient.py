@@ -1,5 +1,7 @@
 """Which store errors are retried: connection problems yes, data errors never."""
 
+import ssl
+
 import httpx
 import psycopg
 import pytest
@@ -20,6 +22,11 @@ def _wrapped(outer: Exception, inner: Exception) -> Exception:
         return exc
 
 
+def _http_status(code: int) -> httpx.HTTPStatusError:
+    request = httpx.Request("GET", "https://chroma.internal/api/v2/heartbeat")
+    return httpx.HTTPStatusError("status", request=request, response=httpx.Response(code))
+
+
 @pytest.mark.parametrize(
     ("exc", "transient"),
     [
@@ -36,6 +43,11 @@ def _wrapped(outer: Exception, inner: Exception) -> Exception:
             True,
         ),
         (DimensionMismatchError("store holds 384-dim vectors of model a, not 768 of b"), False),
+        # the Chroma proxy refused the token, or its certificate cannot be verified: not retried
+        (_wrapped(BackendUnavailableError("refused (HTTP 401)"), _http_status(401)), False),
+        (_wrapped(BackendUnavailableError("refused (HTTP 403)"), _http_status(403)), False),
+        (_wrapped(BackendUnavailableError("TLS"), ssl.SSLCertVerificationError("bad cert")), False),
+        (_wrapped(BackendUnavailableError("busy (HTTP 503)"), _http_status(503)), True),
         (_wrapped(DimensionMismatchError("dims differ"), psycopg.OperationalError("x")), False),
         (ValueError("embeddings.parquet is not aligned with chunks.parquet"), False),
         (psycopg.errors.UniqueViolation("duplicate key"), False),
