@@ -14,6 +14,7 @@ from candlefire_pipeline.settings import Settings
 #: Store asset -> the store's name in the story and the summary.
 STORE_ASSETS = {"pgvector_chunks": "pgvector", "chroma_chunks": "chroma"}
 LABEL_WIDTH = 11
+NAME_WIDTH = 22
 
 
 @dataclass(frozen=True)
@@ -108,18 +109,21 @@ def _figure(value: float) -> str:
 def _gate_rows(gates: Sequence[GateResult]) -> list[str]:
     if not gates:
         return ["  gates: no parity report yet"]
-    rows = [f"  {'gate':<22} {'value':>14} {'threshold':>14}  result"]
+    width = max(NAME_WIDTH, *(len(g.name) for g in gates))
+    rows = [f"  {'gate':<{width}} {'value':>14} {'threshold':>14}  result"]
     for g in gates:
         result = "pass" if g.passed else "FAIL"
-        rows.append(f"  {g.name:<22} {_figure(g.value):>14} {_figure(g.threshold):>14}  {result}")
+        rows.append(
+            f"  {g.name:<{width}} {_figure(g.value):>14} {_figure(g.threshold):>14}  {result}"
+        )
     return rows
 
 
 def summary_lines(store_chunks: Mapping[str, int | None], summary: ServingSummary) -> list[str]:
     """Chunks per store, each gate with value and threshold, the serving state, what next."""
-    lines = ["", "Summary", f"  {'store':<22} {'chunks':>14}"]
+    lines = ["", "Summary", f"  {'store':<{NAME_WIDTH}} {'chunks':>14}"]
     for store, count in store_chunks.items():
-        lines.append(f"  {store:<22} {'-' if count is None else count:>14}")
+        lines.append(f"  {store:<{NAME_WIDTH}} {'-' if count is None else count:>14}")
     lines += _gate_rows(summary.gates)
     lines.append(f"  serving backend: {summary.serving.describe()}")
     lines += [

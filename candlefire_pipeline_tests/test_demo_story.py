@@ -66,12 +66,14 @@ def test_the_summary_has_chunks_per_store_every_gate_the_serving_state_and_what_
     gates = [
         GateResult("mean_overlap", False, 0.85, 0.9, ""),
         GateResult("report_is_fresh", True, 1_796_000_000.0, 1_795_999_000.0, ""),
+        GateResult("stores_hold_current_versions", True, 0.0, 0.0, ""),  # the widest name
     ]
     text = "\n".join(_summary(gates))
     assert "  pgvector                          651" in text
     assert "  chroma                              -" in text  # never materialized
-    assert "  mean_overlap                     0.85            0.9  FAIL" in text
-    assert "report_is_fresh        11-30 00:53:20 11-30 00:36:40  pass" in text
+    assert "  mean_overlap                           0.85            0.9  FAIL" in text
+    assert "  report_is_fresh              11-30 00:53:20 11-30 00:36:40  pass" in text
+    assert "  stores_hold_current_versions              0              0  pass" in text
     assert "serving backend: chroma (PINNED by bob at 2026-11-30T10:00:00Z: drill)" in text
     assert "make ui" in text and "candlefire query" in text and "candlefire status" in text
 
