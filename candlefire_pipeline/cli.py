@@ -1,57 +1,44 @@
-"""`candlefire`: demo, status, rollback, promote, query, repair, register-drops, fetch-pubmed."""
+"""`candlefire`: demo, status, rollback, promote, query, repair, register-drops, fetch-pubmed,
+create-reader-role."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 from candlefire_pipeline.settings import Settings, redact_dsn
 
-INGEST_ASSETS = "papers,chunks,embeddings,pgvector_chunks,chroma_chunks"
-PARITY_ASSETS = "parity_report,serving_backend"
+log = logging.getLogger("candlefire")
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
 OPERATOR_COMMANDS = ("status", "rollback", "promote", "query")
 
 
-def _dagster(*args: str) -> None:
-    """Materialize through the Dagster CLI, as CI and operators do."""
-    cmd = [
-        str(Path(sys.executable).with_name("dagster")),
-        *args,
-        "-m",
-        "candlefire_pipeline.definitions",
-    ]
-    print("$", " ".join(cmd[1:]), flush=True)
-    subprocess.run(cmd, check=True)
-
-
-def register_drops(settings: Settings) -> list[str]:
-    """Add a dynamic partition for every drop file (what the sensor does on its own)."""
+def register_drops(settings: Settings, source: str = "register-drops") -> list[str]:
+    """A dynamic partition for every drop file, and the drops recorded as taken in: the drop
+    sensor launches nothing for them unless a file changes."""
     import dagster as dg
 
+    from candlefire_pipeline.corpus.drop_record import record_drops
     from candlefire_pipeline.corpus.drop_scan import scan_drops
     from candlefire_pipeline.corpus.drops import validate_batch_key
     from candlefire_pipeline.defs.partitions import ingest_batches
 
-    keys = [validate_batch_key(d.name) for d in scan_drops(settings.drops_dir)]
+    drops = scan_drops(settings.drops_dir)
+    keys = [validate_batch_key(d.name) for d in drops]
     with dg.DagsterInstance.get() as instance:
         known = set(instance.get_dynamic_partitions(ingest_batches.name))
         instance.add_dynamic_partitions(ingest_batches.name, [k for k in keys if k not in known])
+    record_drops(settings.drop_record_file, drops, source=source)
     return keys
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.corpus.demo import write_demo_drops
+    from candlefire_pipeline.cli_demo import run_demo
 
-    written = write_demo_drops(settings.drops_dir)
-    print(f"wrote {len(written)} demo drops to {settings.drops_dir}")
-    for key in register_drops(settings):
-        _dagster("asset", "materialize", "--select", INGEST_ASSETS, "--partition", key)
-    _dagster("asset", "materialize", "--select", PARITY_ASSETS)
-    return cmd_status(args, settings)
+    return run_demo(settings, lambda s: register_drops(s, source="candlefire demo"))
 
 
 def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
@@ -127,6 +114,38 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `candlefire fetch-pubmed`."""
+    from candlefire_pipeline.corpus.pubmed import DATE_TYPES
+
+    iso_date = date.fromisoformat
+    parser.add_argument("--query", required=True, help="PubMed query, e.g. 'SPG302 OR TDP-43'")
+    parser.add_argument("--since", required=True, type=iso_date, help="first date, YYYY-MM-DD")
+    parser.add_argument("--until", type=iso_date, help="last date, YYYY-MM-DD (default: today)")
+    parser.add_argument("--max", dest="max_records", type=int, help="fetch at most N records")
+    parser.add_argument("--batch-size", type=int, default=500, help="records per efetch request")
+    parser.add_argument("--datetype", choices=DATE_TYPES, default="edat", help="edat: added")
+    parser.add_argument("--drops-dir", type=Path, help="default: the configured drops folder")
+
+
+def cmd_fetch(args: argparse.Namespace, settings: Settings, transport=None) -> int:
+    """0 ok (also when nothing matched), 1 E-utilities failed, 2 bad input."""
+    from candlefire_pipeline.corpus.pubmed import PubmedFetchError, fetch_pubmed
+
+    options = {k: getattr(args, k) for k in ("until", "batch_size", "max_records", "datetype")}
+    credentials = {"api_key": settings.ncbi_api_key, "email": settings.ncbi_email}
+    drops_dir = args.drops_dir or settings.drops_dir
+    try:
+        result = fetch_pubmed(
+            args.query, args.since, drops_dir, **options, **credentials, transport=transport
+        )
+    except (ValueError, PubmedFetchError, OSError) as exc:
+        log.error("fetch-pubmed failed: %s", exc)
+        return 2 if isinstance(exc, ValueError) else 1
+    log.info("fetch-pubmed: %d requests, %d retries", result.requests, result.retries)
+    return 0
+
+
 def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 when the store matches its ledger view (after --apply), 1 when it does not."""
     from candlefire_pipeline.backends.factory import open_backend
@@ -182,8 +201,6 @@ def _parser() -> argparse.ArgumentParser:
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
-    from candlefire_pipeline.pubmed_fetch import add_fetch_arguments
-
     add_fetch_arguments(fetch)
     return parser
 
@@ -197,16 +214,13 @@ COMMANDS = {
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
     "repair": cmd_repair,
+    "fetch-pubmed": cmd_fetch,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
-    if args.command == "fetch-pubmed":
-        from candlefire_pipeline.pubmed_fetch import main_fetch
-
-        return main_fetch(args)
     try:
         # a rollback must work even when a gate threshold in the environment is out of range
         settings = Settings.from_env(parity=args.command != "rollback")
@@ -215,11 +229,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[args.command](args, settings)
-    except subprocess.CalledProcessError as exc:
-        print(
-            f"candlefire {args.command}: a Dagster step failed ({exc.returncode})", file=sys.stderr
-        )
-        return 1
     except (OSError, ValueError, RuntimeError) as exc:
         print(
             f"candlefire {args.command}: {exc} (pg: {redact_dsn(settings.pg_dsn)})", file=sys.stderr

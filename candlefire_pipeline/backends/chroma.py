@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, ResultRow
+from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.chroma_client import ChromaServerAccess, open_client
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class ChromaBackend:
         self._model = None
 
     # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table) -> int:
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         dim = common.rows_dim(rows)
         if rows.num_rows == 0:
             common.check_dim(self.stored_model(), dim)
@@ -160,6 +160,8 @@ class ChromaBackend:
                 documents=part["document"].to_pylist(),
                 metadatas=scalar_metadata(part),
             )
+            if progress is not None:
+                progress(start + part.num_rows)
         self._delete_ids(sorted(old_ids - set(rows["chunk_id"].to_pylist())))
         return rows.num_rows
 

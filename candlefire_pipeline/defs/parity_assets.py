@@ -2,22 +2,34 @@
 
 import dagster as dg
 
+from candlefire_pipeline.defs.automation import DECIDE_AFTER_PARITY, PARITY_AFTER_NEW_PARTITIONS
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
 from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
 from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.parity.gates import failed, gate_table_markdown, gates_from_dicts
 
 
-@dg.asset(group_name="parity", kinds={"python"}, deps=[pgvector_chunks, chroma_chunks])
+@dg.asset(
+    group_name="parity",
+    kinds={"python"},
+    deps=[pgvector_chunks, chroma_chunks],
+    automation_condition=PARITY_AFTER_NEW_PARTITIONS,
+    description=(
+        "The committed query set through the full retriever (entity, keyword and semantic "
+        "search, RRF, rerank, boost) on Chroma, pgvector and the exact in-memory oracle: top-15 "
+        "overlap, grounding agreement, latency, ANN recall, evidence and freshness. Its blocking "
+        "checks are the gates of the flip; `gates` below shows them, `report` the whole report."
+    ),
+)
 def parity_report(
     context: dg.AssetExecutionContext,
     pipeline: PipelineResource,
     pgvector: PgVectorResource,
     chroma: ChromaResource,
 ) -> dg.MaterializeResult:
-    """The same query set through the full retriever on Chroma, pgvector and the exact oracle."""
     settings = pipeline.settings()
     with open_stores(pgvector=pgvector, chroma=chroma) as stores:
         report = run_report(settings, pipeline.embedder(), stores)
@@ -27,8 +39,9 @@ def parity_report(
     return dg.MaterializeResult(
         metadata={
             "report_id": report.report_id,
-            "report": dg.MetadataValue.md(report.to_markdown()),
+            # short enough for the asset page to show inline (the whole report is behind a link)
             "gates": dg.MetadataValue.md(gate_table_markdown(gates_from_dicts(report.gates))),
+            "report": dg.MetadataValue.md(report.to_markdown()),
             "failed_gates": ", ".join(failed(gates_from_dicts(report.gates))) or "none",
             "json_path": dg.MetadataValue.path(str(json_path)),
             "markdown_path": dg.MetadataValue.path(str(md_path)),
@@ -37,12 +50,22 @@ def parity_report(
     )
 
 
-@dg.asset(group_name="parity", kinds={"postgres"}, deps=[parity_report])
+@dg.asset(
+    group_name="parity",
+    kinds={"postgres"},
+    deps=[parity_report],
+    pool=POSTGRES_POOL,
+    automation_condition=DECIDE_AFTER_PARITY,
+    description=(
+        "The serving switch the app reads (data/serving_backend.json, history in Postgres): "
+        "promotes to pgvector only from the never-promoted state on a report passing every "
+        "gate; an operator's pin (`candlefire rollback`) holds until `candlefire promote`. "
+        "`serving_backend` below is the state now."
+    ),
+)
 def serving_backend(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, pgvector: PgVectorResource
 ) -> dg.MaterializeResult:
-    """The switch: promotes to pgvector only from the never-promoted state on a report passing
-    every gate; an operator's pin (rollback) holds until `candlefire promote`."""
     settings = pipeline.settings()
     report, gates = latest_evaluation(settings)
     outcome = auto_promote(settings, report, gates, dsn=pgvector.resolved_dsn())

@@ -102,4 +102,26 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "chroma": ChromaResource(
             token=dg.EnvVar("CANDLEFIRE_CHROMA_TOKEN") if settings.chroma_token else None
         ),
+        "pubmed": PubmedResource(
+            api_key=dg.EnvVar("NCBI_API_KEY") if settings.ncbi_api_key else None
+        ),
     }
+
+
+class PubmedResource(dg.ConfigurableResource):
+    """NCBI E-utilities: where to ask and who asks (the api key stays an EnvVar, never shown)."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    email: str | None = None
+
+    def fetch(self, query: str, since, until, drops_dir: Path, batch_size: int = 500):
+        from candlefire_pipeline.corpus.pubmed import EUTILS_BASE, fetch_pubmed
+
+        settings = Settings.from_env()
+        return fetch_pubmed(
+            query, since, drops_dir, until=until, batch_size=batch_size,
+            base_url=self.base_url or EUTILS_BASE,
+            api_key=self.api_key or settings.ncbi_api_key,
+            email=self.email or settings.ncbi_email,
+        )  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,12 +25,15 @@ from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.corpus.ledger import superseded_pmids
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_schema
 from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.progress import ProgressMeter
 
 log = logging.getLogger(__name__)
 
 #: Marker files in a batch directory, per store.
 APPLIED = "applied-{store}.json"
 INTENT = "applying-{store}.json"
+#: Loads of more rows than this report progress (COPY slices, Chroma upsert batches).
+PROGRESS_MIN_ROWS = 5_000
 
 
 @dataclass(frozen=True)
@@ -91,16 +95,21 @@ def apply_batch(
     model_id: str,
     dim: int,
     record_applied: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ApplySummary:
     """Replace the batch's changed papers and apply its deletes, skipping newer versions.
 
     With record_applied (a persistent store), interrupted applies of other batches are
     finished first and this one is recorded (`applied-<store>.json`) when it completes.
+    `progress` receives a message at a steady interval while more than PROGRESS_MIN_ROWS rows
+    are written (done / total, rate, ETA).
     """
     resumed = ()
     if record_applied:
         resumed = tuple(resume_interrupted(backend, batches_dir, (model_id, dim), skip=batch_key))
-    return _apply(backend, batches_dir, batch_key, (model_id, dim), record_applied, resumed)
+    return _apply(
+        backend, batches_dir, batch_key, (model_id, dim), record_applied, resumed, progress
+    )
 
 
 def _apply(
@@ -110,6 +119,7 @@ def _apply(
     model: tuple[str, int] | None,
     tracked: bool,
     resumed: tuple[str, ...] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> ApplySummary:
     """One batch; model None takes the rows' own model (the store still checks its contract)."""
     started = time.perf_counter()
@@ -134,7 +144,7 @@ def _apply(
     if tracked and (to_write or to_delete):
         _mark(batch_dir, INTENT, backend.name, {"batch_key": batch_key, "started": time.time()})
     keep = pc.is_in(rows["pmid"], value_set=pa.array(sorted(to_write), pa.string()))
-    written = backend.replace_papers(rows.filter(keep)) if to_write else 0
+    written = _write(backend, rows.filter(keep), progress) if to_write else 0
     chunks_deleted = backend.delete_papers(to_delete) if to_delete else 0
     summary = ApplySummary(
         store=backend.name,
@@ -158,6 +168,15 @@ def _apply(
         summary.papers_superseded, len(to_delete),
     )  # fmt: skip
     return summary
+
+
+def _write(backend: VectorBackend, rows: pa.Table, progress: Callable[[str], None] | None) -> int:
+    if progress is None or rows.num_rows <= PROGRESS_MIN_ROWS:
+        return backend.replace_papers(rows)
+    meter = ProgressMeter(f"{backend.name} load", rows.num_rows, progress, unit="rows")
+    written = backend.replace_papers(rows, progress=meter.update)
+    meter.finish()
+    return written
 
 
 def _unchanged(backend: VectorBackend, rows: pa.Table, candidates: set[str]) -> set[str]:
