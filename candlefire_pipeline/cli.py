@@ -10,7 +10,7 @@ from pathlib import Path
 
 from candlefire_pipeline.settings import Settings, redact_dsn
 
-INGEST_ASSETS = "papers,chunks,embeddings,pgvector_chunks,chroma_chunks"
+INGEST_ASSETS = "papers,chunks,embeddings"
 PARITY_ASSETS = "parity_report,serving_backend"
 
 
@@ -46,8 +46,9 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
     written = write_demo_drops(settings.drops_dir)
     print(f"wrote {len(written)} demo drops to {settings.drops_dir}")
+    select = ",".join([INGEST_ASSETS, *(f"{store}_chunks" for store in settings.stores)])
     for key in register_drops(settings):
-        _dagster("asset", "materialize", "--select", INGEST_ASSETS, "--partition", key)
+        _dagster("asset", "materialize", "--select", select, "--partition", key)
     _dagster("asset", "materialize", "--select", PARITY_ASSETS)
     return cmd_status(args, settings)
 
@@ -112,7 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("text")
     query.add_argument("--entity", action="append", default=[])
     query.add_argument("--term", action="append", default=[])
-    query.add_argument("--backend", choices=["pgvector", "chroma", "memory"], default="pgvector")
+    query.add_argument(
+        "--backend", choices=["pgvector", "chroma", "qdrant", "memory"], default="pgvector"
+    )
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     from candlefire_pipeline.pubmed_fetch import add_fetch_arguments
 

@@ -3,7 +3,7 @@ import dagster as dg
 from candlefire_pipeline.definitions import defs
 
 ASSETS = {
-    "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks",
+    "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks", "qdrant_chunks",
     "parity_report", "serving_backend",
 }  # fmt: skip
 

@@ -1,11 +1,18 @@
-"""pgvector_chunks and chroma_chunks: each applies one batch's embeddings to its store."""
+"""The store assets: each applies one batch's embeddings to its store (pgvector, Chroma, Qdrant)."""
+
+from collections.abc import Sequence
 
 import dagster as dg
 
 from candlefire_pipeline.corpus.drops import validate_batch_key
 from candlefire_pipeline.defs.ingest_assets import embeddings
 from candlefire_pipeline.defs.partitions import ingest_batches
-from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
+from candlefire_pipeline.defs.resources import (
+    ChromaResource,
+    PgVectorResource,
+    PipelineResource,
+    QdrantResource,
+)
 from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
 
 
@@ -52,3 +59,19 @@ def chroma_chunks(
 ) -> dg.MaterializeResult:
     """The batch applied to the Chroma collection (same ids and vectors, cosine space)."""
     return dg.MaterializeResult(metadata=_apply(context, pipeline, chroma))
+
+
+@dg.asset(partitions_def=ingest_batches, group_name="stores", kinds={"qdrant"}, deps=[embeddings])
+def qdrant_chunks(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, qdrant: QdrantResource
+) -> dg.MaterializeResult:
+    """The batch applied to the Qdrant collection (same chunks and vectors, cosine distance)."""
+    return dg.MaterializeResult(metadata=_apply(context, pipeline, qdrant))
+
+
+STORE_ASSETS = {"pgvector": pgvector_chunks, "chroma": chroma_chunks, "qdrant": qdrant_chunks}
+
+
+def store_assets(stores: Sequence[str]) -> list[dg.AssetsDefinition]:
+    """The store assets of the fed stores (Settings.stores), in that order."""
+    return [STORE_ASSETS[name] for name in stores]

@@ -8,7 +8,6 @@ from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.operations.indexing import applied_batches, apply_batch, latest_applied_at
 from candlefire_pipeline.parity.harness import run_parity
@@ -22,9 +21,9 @@ log = logging.getLogger(__name__)
 
 
 def build_oracle(settings: Settings, embedder) -> MemoryBackend:
-    """The exact oracle: every batch applied to either store, re-applied in batch order."""
+    """The exact oracle: every batch applied to any fed store, re-applied in batch order."""
     oracle = MemoryBackend(substring_mode=settings.substring_mode)
-    keys = sorted({k for s in STORE_NAMES for k in applied_batches(settings.batches_dir, s)})
+    keys = sorted({k for s in settings.stores for k in applied_batches(settings.batches_dir, s)})
     for key in keys:
         apply_batch(
             oracle, settings.batches_dir, key, embedder.model_id, embedder.dim, record_applied=False
@@ -61,8 +60,8 @@ def run_report(
 
 
 def freshness_gate(settings: Settings, report: ParityReport) -> GateResult:
-    """A report older than the latest batch applied to either store cannot flip the switch."""
-    latest = latest_applied_at(settings.batches_dir, STORE_NAMES)
+    """A report older than the latest batch applied to any fed store cannot flip the switch."""
+    latest = latest_applied_at(settings.batches_dir, settings.stores)
     created = datetime.fromisoformat(report.created_at.replace("Z", "+00:00")).timestamp()
     passed = latest is None or created >= latest
     return GateResult(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.operations.serving import ServingState, read_state
 from candlefire_pipeline.parity.report import load_latest
 from candlefire_pipeline.settings import Settings, redact_dsn
@@ -27,6 +27,10 @@ class Status:
 def _where(settings: Settings, store: str) -> str:
     if store == "pgvector":
         return redact_dsn(settings.pg_dsn)
+    if store == "qdrant":
+        from candlefire_pipeline.backends.qdrant import redact_url
+
+        return redact_url(settings.qdrant_url) if settings.qdrant_url else str(settings.qdrant_path)
     if settings.chroma_host:
         return f"http://{settings.chroma_host}:{settings.chroma_port}"
     return str(settings.chroma_path)
@@ -38,7 +42,7 @@ def collect_status(settings: Settings) -> Status:
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
         status.headline = report.headline()
-    for store in STORE_NAMES:
+    for store in settings.stores:
         try:
             backend = open_backend(store, settings)
             try:
