@@ -130,7 +130,8 @@ def _take_folder(path: Path, lock_timeout: float) -> int:
                 ) from None
             time.sleep(POLL_SECONDS)
     os.ftruncate(fd, 0)
-    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]) if sys.argv else "python"
+    argv = [Path(sys.argv[0]).name, *sys.argv[1:3]] if sys.argv else []
+    command = " ".join([Path(sys.executable).name, *argv])
     os.pwrite(fd, f"{os.getpid()} {command[:120]}\n".encode(), 0)
     return fd
 
