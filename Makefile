@@ -39,4 +39,4 @@ ui: install
 	$(BIN)/dagster dev -m candlefire_pipeline.definitions
 
 clean:
-	rm -rf $(DAGSTER_HOME) data/batches data/cache data/chroma data/reports data/serving_backend.json
+	rm -rf $(DAGSTER_HOME) data/batches data/cache data/chroma data/qdrant data/reports data/serving_backend.json
