@@ -92,3 +92,15 @@ def chunk_ids(shard: edge.EdgeShard, flt: models.Filter | None) -> list[str]:
 
 def count(shard: edge.EdgeShard, flt: models.Filter) -> int:
     return shard.count(edge.CountRequest(exact=True, filter=translate(flt)))
+
+
+def top(shard: edge.EdgeShard, vector, flt: models.Filter | None, n: int) -> list[str]:
+    """Chunk ids of the n nearest points passing the filter, exact (as the backend asks)."""
+    request = edge.QueryRequest(
+        limit=n,
+        query=edge.Query.Nearest([float(x) for x in vector]),
+        filter=translate(flt) if flt else None,
+        params=edge.SearchParams(exact=True),
+        with_payload=True,
+    )
+    return [p.payload["chunk_id"] for p in shard.query(request)]
