@@ -44,11 +44,15 @@ class LocalHandle:
     client: QdrantClient
     lock_fd: int
     refs: int = 0
+    #: A forked child inherits the registry but must not use its parent's client or lock.
+    pid: int = field(default_factory=os.getpid)
     #: Local mode is plain Python over shared dicts: one operation at a time.
     guard: threading.RLock = field(default_factory=threading.RLock)
 
 
 _HANDLES: dict[Path, LocalHandle] = {}
+#: Handles a forked child inherited: kept alive, since closing them would unlock the parent's.
+_INHERITED: list[LocalHandle] = []
 _REGISTRY = threading.Lock()
 
 
@@ -57,6 +61,9 @@ def acquire(path: Path, lock_timeout: float) -> LocalHandle:
     path = Path(path).resolve()
     with _REGISTRY:
         handle = _HANDLES.get(path)
+        if handle is not None and handle.pid != os.getpid():
+            _INHERITED.append(handle)  # inherited through fork: the parent's, never used here
+            handle = None
         if handle is None:
             handle = _open(path, lock_timeout)
             _HANDLES[path] = handle
@@ -74,6 +81,8 @@ def release(handle: LocalHandle) -> None:
         try:
             handle.client.close()
         finally:
+            # unlock explicitly: a forked child's copy of the fd would otherwise keep the lock
+            fcntl.flock(handle.lock_fd, fcntl.LOCK_UN)
             os.close(handle.lock_fd)
 
 

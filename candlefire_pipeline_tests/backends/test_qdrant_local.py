@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import sys
@@ -90,3 +91,20 @@ def test_local_storage_is_tuned_to_wal(tmp_path):
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("SELECT count(*) FROM points").fetchone() == (3,)
+
+
+def test_a_forked_child_opens_its_own_client_after_the_parent_closes(tmp_path):
+    parent = QdrantBackend(path=tmp_path / "q")
+    parent.replace_papers(rows())
+    pid = os.fork()
+    if pid == 0:  # the child: its inherited registry entry is the parent's, not its own
+        code = 1
+        try:
+            child = QdrantBackend(path=tmp_path / "q", lock_timeout=60)
+            code = 0 if child._client is not parent._client and child.count() == 3 else 2
+            child.close()
+        finally:
+            os._exit(code)
+    parent.close()  # the child was waiting for exactly this
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
