@@ -15,31 +15,33 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
-from candlefire_pipeline.backends import common, qdrant_local
+from candlefire_pipeline.backends import common, qdrant_local, qdrant_server
 from candlefire_pipeline.backends.base import Filter, ResultRow
-from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.qdrant_filters import (
     PAYLOAD_INDEXES,
     pmid_filter,
     qdrant_filter,
 )
+from candlefire_pipeline.backends.qdrant_points import (
+    contract,
+    hits,
+    payloads,
+    point_id,
+    result_row,
+)
 
 log = logging.getLogger(__name__)
 
-#: Namespace of the point ids (uuid5 of the chunk id); changing it orphans every stored point.
-POINT_NAMESPACE = uuid.UUID("5f0c5a52-2b8e-4d0f-9a5e-0c2a8f3c6e11")
 #: Points per upsert call: throughput is flat from 256 up in local mode (docs/BENCHMARKS.md,
 #: "Qdrant"); 256 keeps a REST request of 384-dim points near 1 MB.
 UPSERT_BATCH = 256
@@ -49,27 +51,6 @@ SERVER_PAGE = 5_000
 #: Local mode recomputes its filter mask on every scroll page: read everything in one page.
 LOCAL_PAGE = 10_000_000
 INVENTORY_FIELDS = ["pmid", "paper_hash", "paper_chunks"]
-
-
-def point_id(chunk_id: str) -> str:
-    return str(uuid.uuid5(POINT_NAMESPACE, chunk_id))
-
-
-def redact_url(url: str) -> str:
-    """scheme://host:port of a server URL: never user, password or query string."""
-    parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme or 'http'}://{parts.hostname or '?'}{port}"
-
-
-def payloads(rows: pa.Table) -> list[dict[str, Any]]:
-    """One payload per validated row: every store column but the vector, + paper_chunks."""
-    counts = pc.value_counts(rows["pmid"])
-    per_paper = dict(zip(counts.field(0).to_pylist(), counts.field(1).to_pylist(), strict=True))
-    records = rows.drop_columns(["embedding"]).to_pylist()
-    for record in records:
-        record["paper_chunks"] = per_paper[record["pmid"]]
-    return records
 
 
 class QdrantBackend:
@@ -115,20 +96,8 @@ class QdrantBackend:
             self._client, self._guard = self._handle.client, self._handle.guard
             self.where = str(self._handle.path)
         else:
-            self.where = redact_url(url)
-            self._client, self._guard = self._connect(url, api_key, timeout), nullcontext()
-
-    def _connect(self, url: str, api_key: str | None, timeout: int) -> QdrantClient:
-        client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
-        try:
-            client.get_collections()  # fail now, with a clear error, not at the first write
-        except Exception as exc:  # noqa: BLE001 - httpx/grpc/qdrant raise many types
-            client.close()
-            reason = str(exc).replace(api_key, "***") if api_key else str(exc)
-            raise BackendUnavailableError(
-                f"cannot use Qdrant at {self.where}: {type(exc).__name__}: {reason.strip()}"
-            ) from None
-        return client
+            self.where = qdrant_server.redact_url(url)
+            self._client, self._guard = qdrant_server.connect(url, api_key, timeout), nullcontext()
 
     # model contract --------------------------------------------------------------------------
     def _exists(self) -> bool:
@@ -140,19 +109,7 @@ class QdrantBackend:
             return None
         with self._guard:
             config = self._client.get_collection(self.collection).config
-        meta = config.metadata or {}
-        if "model_id" not in meta or "dim" not in meta:
-            raise ValueError(
-                f"Qdrant collection {self.collection!r} has no candlefire model contract in its "
-                "metadata: it was not created by candlefire (reset it or use another collection)"
-            )
-        vectors = config.params.vectors
-        if (
-            not isinstance(vectors, models.VectorParams)
-            or vectors.distance != models.Distance.COSINE
-        ):
-            raise ValueError(f"Qdrant collection {self.collection!r} is not one cosine vector")
-        return meta["model_id"], int(meta["dim"])
+        return contract(config, self.collection)
 
     def _known_model(self) -> tuple[str, int] | None:
         if self._model is None:
@@ -317,7 +274,7 @@ class QdrantBackend:
         ]
         with self._guard:
             responses = self._client.query_batch_points(self.collection, requests=requests)
-        return [_hits(response.points) for response in responses]
+        return [hits(response.points) for response in responses]
 
     def substring_candidates(
         self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
@@ -339,7 +296,7 @@ class QdrantBackend:
                 with_payload=True,
                 search_params=params,
             )
-        return _hits(response.points)
+        return hits(response.points)
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)
@@ -352,7 +309,7 @@ class QdrantBackend:
         where = common.check_filter(where)
         if common.matches_nothing(where) or self._known_model() is None:
             return []
-        rows = [_row(r.payload, None) for r in self._scroll(qdrant_filter(where), True)]
+        rows = [result_row(r.payload, None) for r in self._scroll(qdrant_filter(where), True)]
         return common.sort_fetched(rows)
 
     def close(self) -> None:
@@ -361,11 +318,3 @@ class QdrantBackend:
             qdrant_local.release(handle)
         elif not self.local:
             self._client.close()
-
-
-def _row(payload: dict[str, Any], similarity: float | None) -> ResultRow:
-    return common.result_row(payload["chunk_id"], payload["document"], payload, similarity)
-
-
-def _hits(points: list[models.ScoredPoint]) -> list[ResultRow]:
-    return common.sort_hits([_row(p.payload, p.score) for p in points])

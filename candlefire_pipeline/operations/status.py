@@ -28,7 +28,7 @@ def _where(settings: Settings, store: str) -> str:
     if store == "pgvector":
         return redact_dsn(settings.pg_dsn)
     if store == "qdrant":
-        from candlefire_pipeline.backends.qdrant import redact_url
+        from candlefire_pipeline.backends.qdrant_server import redact_url
 
         return redact_url(settings.qdrant_url) if settings.qdrant_url else str(settings.qdrant_path)
     if settings.chroma_host:
