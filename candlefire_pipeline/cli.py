@@ -1,4 +1,4 @@
-"""`candlefire`: demo, status, rollback, query, register-drops, fetch-pubmed."""
+"""`candlefire`: demo, status, rollback, promote, query, repair, register-drops, fetch-pubmed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from candlefire_pipeline.settings import Settings, redact_dsn
 
 INGEST_ASSETS = "papers,chunks,embeddings"
 PARITY_ASSETS = "parity_report,serving_backend"
+#: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
+OPERATOR_COMMANDS = ("status", "rollback", "promote", "query")
 
 
 def _dagster(*args: str) -> None:
@@ -67,15 +69,41 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if status.reachable else 2
 
 
-def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.backends.pg_server import resolve_dsn
-    from candlefire_pipeline.operations.serving import record_state
+def _history_note(outcome) -> None:
+    """One line on stderr when the history could not reach Postgres (it is queued locally)."""
+    if outcome.history.pending:
+        print(
+            f"warning: {outcome.history.pending} serving history change(s) queued locally "
+            f"({outcome.history.warning or 'Postgres unreachable'}); replayed on the next "
+            "successful connection",
+            file=sys.stderr,
+        )
 
-    state = record_state(
-        settings.serving_file, resolve_dsn(settings), "chroma", None, args.reason or "rollback"
-    )
-    print(f"serving backend: {state.backend} (since {state.changed_at}: {state.reason})")
+
+def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.operations.serving_commands import rollback
+
+    outcome = rollback(settings, args.reason, args.by)
+    print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
+    _history_note(outcome)
     return 0
+
+
+def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.operations.serving import CHANGED, UNCHANGED
+    from candlefire_pipeline.operations.serving_commands import promote
+
+    outcome = promote(settings, args.reason, args.by, run_new_report=args.run_report)
+    decision = outcome.decision
+    if decision.outcome == CHANGED:
+        print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
+    elif decision.outcome == UNCHANGED:
+        print(f"serving backend: {outcome.state.backend} - nothing to do: {decision.message}")
+    else:
+        print(f"candlefire promote: refused, nothing changed: {decision.message}", file=sys.stderr)
+        print(f"serving backend stays {outcome.state.describe()}", file=sys.stderr)
+    _history_note(outcome)
+    return 1 if decision.outcome not in (CHANGED, UNCHANGED) else 0
 
 
 def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
@@ -93,9 +121,28 @@ def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.query import format_retrieval, run_query
 
-    retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
+    backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
+    if args.backend == "serving":
+        print(f"serving backend: {backend} (as the app reads it: switch + override)")
     print(format_retrieval(retrieval, args.term))
     return 0
+
+
+def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when the store matches its ledger view (after --apply), 1 when it does not."""
+    from candlefire_pipeline.backends.factory import open_backend
+    from candlefire_pipeline.operations.repair import format_repair, repair_store
+
+    backend = open_backend(args.store, settings)
+    try:
+        report = repair_store(backend, settings.batches_dir, apply=args.apply)
+    except Exception as exc:  # noqa: BLE001 - a store failing mid-repair is a report, not a trace
+        print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        backend.close()
+    print(format_repair(report))
+    return 0 if report.converged else 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,8 +151,19 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="write the demo drops and run the whole DAG through the CLI")
     sub.add_parser("register-drops", help="add a partition for every file in the drops folder")
     sub.add_parser("status", help="serving backend, last parity report, store health")
-    rollback = sub.add_parser("rollback", help="serve from Chroma again, at once")
-    rollback.add_argument("--reason", default="")
+    rollback = sub.add_parser(
+        "rollback", help="serve from Chroma at once and pin it (no Postgres needed)"
+    )
+    rollback.add_argument("--reason", required=True, help="why (recorded in the history)")
+    rollback.add_argument("--by", default=None, help="who (default: the login name)")
+    promote = sub.add_parser(
+        "promote", help="serve from pgvector on a passing report (the only way out of a pin)"
+    )
+    promote.add_argument("--reason", required=True, help="why (recorded in the history)")
+    promote.add_argument("--by", default=None, help="who (default: the login name)")
+    promote.add_argument(
+        "--run-report", action="store_true", help="run a new parity report first and use it"
+    )
     reader = sub.add_parser("create-reader-role", help="a read-only Postgres role for serving")
     reader.add_argument("--role", default="candlefire_reader")
     reader.add_argument("--password-env", default="", help="env var holding the role's password")
@@ -114,8 +172,16 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--entity", action="append", default=[])
     query.add_argument("--term", action="append", default=[])
     query.add_argument(
-        "--backend", choices=["pgvector", "chroma", "qdrant", "memory"], default="pgvector"
+        "--backend",
+        choices=["serving", "pgvector", "chroma", "qdrant", "memory"],
+        default="serving",
+        help="serving (default) follows the switch exactly as the app does",
     )
+    from candlefire_pipeline.backends.factory import BACKEND_NAMES
+
+    repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
+    repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
+    repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     from candlefire_pipeline.pubmed_fetch import add_fetch_arguments
 
@@ -128,8 +194,10 @@ COMMANDS = {
     "register-drops": cmd_register,
     "status": cmd_status,
     "rollback": cmd_rollback,
+    "promote": cmd_promote,
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
+    "repair": cmd_repair,
 }
 
 
@@ -140,7 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         from candlefire_pipeline.pubmed_fetch import main_fetch
 
         return main_fetch(args)
-    settings = Settings.from_env()
+    try:
+        # a rollback must work even when a gate threshold in the environment is out of range
+        settings = Settings.from_env(parity=args.command != "rollback")
+    except ValueError as exc:
+        print(f"candlefire {args.command}: {exc}", file=sys.stderr)
+        return 2
     try:
         return COMMANDS[args.command](args, settings)
     except subprocess.CalledProcessError as exc:
@@ -151,6 +224,15 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, RuntimeError) as exc:
         print(
             f"candlefire {args.command}: {exc} (pg: {redact_dsn(settings.pg_dsn)})", file=sys.stderr
+        )
+        return 2
+    except Exception as exc:  # noqa: BLE001 - an operator gets one line, never a traceback
+        if args.command not in OPERATOR_COMMANDS:
+            raise
+        print(
+            f"candlefire {args.command}: {type(exc).__name__}: {exc} "
+            f"(pg: {redact_dsn(settings.pg_dsn)})",
+            file=sys.stderr,
         )
         return 2
 

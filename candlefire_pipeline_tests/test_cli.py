@@ -1,10 +1,15 @@
-"""The `candlefire` command: query on every backend, status and rollback."""
+"""The `candlefire` command: query on every backend, status, rollback and promote."""
+
+import shutil
 
 import dagster as dg
 import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
+from candlefire_pipeline.operations.serving import PINNED, PROMOTED, read_state
+from candlefire_pipeline.operations.serving_history import pending_entries
+from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 
 
@@ -50,3 +55,52 @@ def test_status_fails_loudly_when_chroma_server_is_unreachable(ingested, capsys,
     monkeypatch.setenv("CANDLEFIRE_CHROMA_PORT", "9")  # discard port: nothing listens
     assert candlefire(["status"]) == 2
     assert "chroma: UNREACHABLE" in capsys.readouterr().out
+
+
+def test_the_operator_commands_walk_the_transition_table(ingested, capsys, monkeypatch):
+    """Each (state, operator event) of operations/serving.TRANSITIONS through the CLI."""
+    settings = ingested
+    for path in (settings.serving_file, settings.serving_pending_file):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(settings.reports_dir, ignore_errors=True)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = candlefire(list(args))
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err
+        return code, out, err
+
+    def state():
+        return read_state(settings.serving_file)
+
+    code, _, err = run("promote", "--reason", "go")  # never promoted, no report yet
+    assert code == 1 and "no parity report" in err and not settings.serving_file.exists()
+    code, out, _ = run("promote", "--reason", "go", "--run-report", "--by", "alice")
+    assert code == 0 and state().state == PROMOTED and "promoted on report" in out
+    code, out, _ = run("promote", "--reason", "again")
+    assert code == 0 and "nothing to do: already serving pgvector" in out
+    code, out, _ = run("rollback", "--reason", "incident 1", "--by", "bob")
+    assert code == 0 and state().state == PINNED and "PINNED by bob" in out
+
+    pinned = settings.serving_file.read_bytes()
+    code, _, err = run("promote", "--reason", "too early")  # the report predates the pin
+    assert code == 1 and "not newer than the pin" in err
+    monkeypatch.setenv("CANDLEFIRE_PARITY_MIN_CHUNKS", "1000000")  # stricter: the report fails
+    code, _, err = run("promote", "--reason", "still failing")
+    assert code == 1 and "fails gates: corpus_size" in err
+    monkeypatch.delenv("CANDLEFIRE_PARITY_MIN_CHUNKS")
+    monkeypatch.setenv("CANDLEFIRE_PG_DSN", f"postgresql://u@127.0.0.1:{procs.free_port()}/x")
+    code, _, err = run("promote", "--reason", "pgvector is down", "--run-report")
+    assert code == 1 and "pgvector is unreachable, nothing changed" in err
+    monkeypatch.setenv("CANDLEFIRE_PG_DSN", settings.pg_dsn)
+    assert settings.serving_file.read_bytes() == pinned  # no refusal wrote anything
+
+    code, _, _ = run("rollback", "--reason", "incident 2")
+    assert code == 0 and (state().state, state().reason) == (PINNED, "incident 2")
+    code, out, _ = run("promote", "--reason", "fixed", "--run-report", "--by", "alice")
+    assert code == 0 and (state().state, state().actor) == (PROMOTED, "alice")
+
+    settings.serving_file.unlink()  # a never-promoted deployment
+    code, _, _ = run("rollback", "--reason", "pin before anything happens")
+    assert code == 0 and state().state == PINNED
+    assert pending_entries(settings.serving_pending_file) == []  # Postgres took every change

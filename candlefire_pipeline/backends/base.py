@@ -71,6 +71,13 @@ class VectorBackend(Protocol):
     def chunk_hashes(self) -> dict[str, str]:
         """chunk_id -> content_hash of every stored chunk (consistency checks)."""
 
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        """pmid -> {chunk_id: content_hash} of the stored chunks (of these papers, when given).
+
+        Exactly what a paper holds now, stale and left-over chunks included: how a write that
+        was cut short, or a manual edit, is told apart from a paper that is up to date.
+        """
+
     def has_paper(self, pmid: str) -> bool: ...
 
     def stored_model(self) -> tuple[str, int] | None:

@@ -149,6 +149,14 @@ def check_n(n: int) -> int:
     return int(n)
 
 
+def group_chunks(rows: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
+    """(pmid, chunk_id, content_hash) rows -> pmid -> {chunk_id: content_hash}."""
+    grouped: dict[str, dict[str, str]] = {}
+    for pmid, chunk_id, digest in rows:
+        grouped.setdefault(pmid, {})[chunk_id] = digest
+    return grouped
+
+
 # -- substring search ------------------------------------------------------------------------
 
 
@@ -237,28 +245,3 @@ def sort_hits(rows: list[ResultRow]) -> list[ResultRow]:
 
 def sort_fetched(rows: list[ResultRow]) -> list[ResultRow]:
     return sorted(rows, key=lambda row: (row["pmid"], row["chunk_index"], row["chunk_id"]))
-
-
-# -- stores without transactions -------------------------------------------------------------
-
-#: What paper_hashes reports for a paper whose stored chunks are not one complete version; it
-#: equals no real paper hash, so the next apply of the paper's batch rewrites it.
-INCOMPLETE_PAPER = "<incomplete>"
-
-
-def consistent_paper_hashes(chunks: Iterable[tuple[str, str, int]]) -> dict[str, str]:
-    """pmid -> paper_hash from one (pmid, paper_hash, paper_chunks) triple per stored chunk.
-
-    paper_chunks is how many chunks the version has. A paper whose chunks disagree on the
-    version, or number other than that, was left midway by an interrupted write.
-    """
-    seen: dict[str, set[tuple[str, int]]] = {}
-    counts: dict[str, int] = {}
-    for pmid, paper_hash, paper_chunks in chunks:
-        seen.setdefault(pmid, set()).add((paper_hash, int(paper_chunks)))
-        counts[pmid] = counts.get(pmid, 0) + 1
-    out: dict[str, str] = {}
-    for pmid, versions in seen.items():
-        (paper_hash, expected), *others = sorted(versions)
-        out[pmid] = INCOMPLETE_PAPER if others or counts[pmid] != expected else paper_hash
-    return out

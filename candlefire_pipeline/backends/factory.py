@@ -34,6 +34,9 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             host=settings.chroma_host,
             port=settings.chroma_port,
             collection=settings.chroma_collection,
+            token=settings.chroma_token,
+            ssl=settings.chroma_ssl,
+            ca_bundle=settings.chroma_ca_bundle,
             # $contains has one semantics (case-sensitive); the setting chooses pgvector's and the
             # oracle's, and the parity report counts where they differ from Chroma's.
             substring_mode="like",

@@ -146,6 +146,17 @@ class MemoryBackend:
     def chunk_hashes(self) -> dict[str, str]:
         return self._column_map("chunk_id", "content_hash")
 
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        table = self._table
+        if table is None:
+            return {}
+        if pmids is not None:
+            table = table.filter(
+                pc.is_in(table["pmid"], value_set=pa.array(list(pmids), pa.string()))
+            )
+        columns = (table[name].to_pylist() for name in ("pmid", "chunk_id", "content_hash"))
+        return common.group_chunks(zip(*columns, strict=True))
+
     def _column_map(self, key: str, value: str) -> dict[str, str]:
         table = self._table
         if table is None:

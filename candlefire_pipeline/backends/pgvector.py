@@ -28,7 +28,7 @@ EXTENSIONS = ("vector", "pg_trgm")
 BUILD_MEMORY = "512MB"
 
 
-def connect(dsn: str) -> psycopg.Connection:
+def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
     """An autocommit connection; failures name the server, never the password."""
     try:
         password = conninfo_to_dict(dsn).get("password") or ""
@@ -39,7 +39,7 @@ def connect(dsn: str) -> psycopg.Connection:
     if password is None:
         raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=15)
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
     except psycopg.Error as exc:
         reason = str(exc).replace(password, "***") if password else str(exc)
         raise BackendUnavailableError(
@@ -238,6 +238,12 @@ class PgVectorBackend:
 
     def chunk_hashes(self) -> dict[str, str]:
         return dict(self._select("SELECT chunk_id, content_hash FROM {t}"))
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        if pmids is None:
+            return common.group_chunks(self._select("SELECT pmid, chunk_id, content_hash FROM {t}"))
+        query = "SELECT pmid, chunk_id, content_hash FROM {t} WHERE pmid = ANY(%s)"
+        return common.group_chunks(self._select(query, [list(pmids)]))
 
     def has_paper(self, pmid: str) -> bool:
         rows = self._select("SELECT EXISTS (SELECT 1 FROM {t} WHERE pmid = %s)", [pmid])

@@ -7,9 +7,8 @@
 - Substrings: MatchSubstring is the exact, case-sensitive contract (qdrant_filters); only
   substring_mode "like" can be honored, as with Chroma.
 - replace_papers has no transaction: it upserts the new chunks, then deletes the paper's stale
-  ones. Every chunk carries its version's paper_hash and chunk count (paper_chunks), and
-  paper_hashes reports a paper whose chunks are not exactly one complete version as
-  INCOMPLETE_PAPER -- so a crash at any point is rewritten by the next apply of the batch.
+  ones, so a crash leaves old and new chunks side by side, never a paper with none. The next
+  apply finishes it (operations/indexing.py: intent markers, exact paper_chunks comparison).
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ ID_BATCH = 1_000
 SERVER_PAGE = 5_000
 #: Local mode recomputes its filter mask on every scroll page: read everything in one page.
 LOCAL_PAGE = 10_000_000
-INVENTORY_FIELDS = ["pmid", "paper_hash", "paper_chunks"]
 
 
 class QdrantBackend:
@@ -220,20 +218,28 @@ class QdrantBackend:
         with self._guard:
             return self._client.count(self.collection, exact=True).count
 
-    def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
-        if self._known_model() is None or (pmids is not None and not pmids):
-            return {}
+    def _pmid_filters(self, pmids: Sequence[str] | None) -> list[models.Filter | None]:
+        """Filters covering these pmids in pages of ID_BATCH (one None: everything; []: none)."""
+        if self._known_model() is None:
+            return []
         if pmids is None:
-            filters: list[models.Filter | None] = [None]
-        else:
-            wanted = sorted(set(pmids))
-            filters = [
-                pmid_filter(wanted[i : i + ID_BATCH]) for i in range(0, len(wanted), ID_BATCH)
-            ]
-        return common.consistent_paper_hashes(
-            (r.payload["pmid"], r.payload["paper_hash"], r.payload["paper_chunks"])
-            for flt in filters
-            for r in self._scroll(flt, INVENTORY_FIELDS)
+            return [None]
+        wanted = sorted(set(pmids))
+        return [pmid_filter(wanted[i : i + ID_BATCH]) for i in range(0, len(wanted), ID_BATCH)]
+
+    def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
+        return {
+            r.payload["pmid"]: r.payload["paper_hash"]
+            for flt in self._pmid_filters(pmids)
+            for r in self._scroll(flt, ["pmid", "paper_hash"])
+        }
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        fields = ["pmid", "chunk_id", "content_hash"]
+        return common.group_chunks(
+            (r.payload["pmid"], r.payload["chunk_id"], r.payload["content_hash"])
+            for flt in self._pmid_filters(pmids)
+            for r in self._scroll(flt, fields)
         )
 
     def chunk_hashes(self) -> dict[str, str]:

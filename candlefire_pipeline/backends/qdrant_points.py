@@ -6,7 +6,6 @@ import uuid
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from qdrant_client import models
 
 from candlefire_pipeline.backends import common
@@ -22,13 +21,8 @@ def point_id(chunk_id: str) -> str:
 
 
 def payloads(rows: pa.Table) -> list[dict[str, Any]]:
-    """One payload per validated row: every store column but the vector, + paper_chunks."""
-    counts = pc.value_counts(rows["pmid"])
-    per_paper = dict(zip(counts.field(0).to_pylist(), counts.field(1).to_pylist(), strict=True))
-    records = rows.drop_columns(["embedding"]).to_pylist()
-    for record in records:
-        record["paper_chunks"] = per_paper[record["pmid"]]
-    return records
+    """One payload per validated row: every store column but the vector."""
+    return rows.drop_columns(["embedding"]).to_pylist()
 
 
 def result_row(payload: dict[str, Any], similarity: float | None) -> ResultRow:

@@ -22,7 +22,7 @@ def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
     if not drop.is_file():
         raise dg.Failure(f"drop file {key!r} is not in the drops folder {settings.drops_dir}")
     try:
-        summary = write_papers(drop, settings.batch_dir(key))
+        summary = write_papers(drop, settings.batch_dir(key), settings.ingest)
     except DropFileError as exc:
         raise dg.Failure(str(exc)) from exc
     context.log.info(

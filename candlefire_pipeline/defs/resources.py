@@ -68,11 +68,15 @@ class PgVectorResource(dg.ConfigurableResource):
 
 
 class ChromaResource(dg.ConfigurableResource):
-    """The Chroma store: an HTTP server when `host` is set, else the folder under the data dir."""
+    """The Chroma store: an HTTP server when `host` is set, else the folder under the data dir.
+
+    `token` (the proxy's bearer token) is a secret: build_resources passes an EnvVar.
+    """
 
     host: str | None = None
     port: int | None = None
     collection: str | None = None
+    token: str | None = None
 
     def settings(self) -> Settings:
         settings = Settings.from_env()
@@ -81,6 +85,7 @@ class ChromaResource(dg.ConfigurableResource):
             chroma_host=self.host or settings.chroma_host,
             chroma_port=self.port or settings.chroma_port,
             chroma_collection=self.collection or settings.chroma_collection,
+            chroma_token=self.token or settings.chroma_token,
         )
 
     def open(self):
@@ -108,13 +113,15 @@ class QdrantResource(dg.ConfigurableResource):
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
-    """Resources; the DSN and the Qdrant API key stay EnvVars so Dagster never shows them."""
+    """Resources; the DSN, the Chroma token and the Qdrant key stay EnvVars (never shown)."""
     return {
         "pipeline": PipelineResource(),
         "pgvector": PgVectorResource(
             dsn=dg.EnvVar("CANDLEFIRE_PG_DSN") if settings.pg_dsn else None
         ),
-        "chroma": ChromaResource(),
+        "chroma": ChromaResource(
+            token=dg.EnvVar("CANDLEFIRE_CHROMA_TOKEN") if settings.chroma_token else None
+        ),
         "qdrant": QdrantResource(
             api_key=dg.EnvVar("CANDLEFIRE_QDRANT_API_KEY") if settings.qdrant_api_key else None
         ),

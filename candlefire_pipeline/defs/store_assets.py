@@ -42,6 +42,7 @@ def _metadata(summary: ApplySummary, total: int) -> dict:
         "store_chunks": total,
         "seconds": round(summary.seconds, 3),
         "rows_per_second": round(summary.rows_per_second, 1),
+        "resumed_batches": ", ".join(summary.resumed) or "none",
     }
 
 

@@ -4,21 +4,12 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from candlefire_pipeline.corpus.ledger import expected_chunks
+from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
 from candlefire_pipeline.defs.store_assets import STORE_ASSETS, chroma_chunks, pgvector_chunks
 from candlefire_pipeline.operations.indexing import applied_batches
 
 MAX_LISTED = 20
-
-
-def diff_hashes(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[str]]:
-    """Chunk ids missing from, extra in, or stale in `actual`."""
-    return {
-        "missing": sorted(expected.keys() - actual.keys()),
-        "orphaned": sorted(actual.keys() - expected.keys()),
-        "stale": sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
-    }
 
 
 def _diff_result(diff: dict[str, list[str]], **metadata) -> dg.AssetCheckResult:

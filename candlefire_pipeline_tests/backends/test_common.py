@@ -114,20 +114,3 @@ def test_query_matrix_shapes_and_dim():
         common.query_matrix(np.ones((2, 3)), ("m", 4))
     with pytest.raises(ValueError):
         common.query_matrix(np.ones((1, 2, 3)), None)
-
-
-INCOMPLETE = common.INCOMPLETE_PAPER
-PAPER_STATES = [
-    ([], {}),
-    ([("1", "h1", 1)], {"1": "h1"}),
-    ([("1", "h1", 2), ("1", "h1", 2), ("2", "h2", 1)], {"1": "h1", "2": "h2"}),
-    ([("1", "h2", 3), ("1", "h2", 3)], {"1": INCOMPLETE}),  # new version half written
-    ([("1", "h1", 1), ("1", "h2", 3), ("1", "h2", 3), ("1", "h2", 3)], {"1": INCOMPLETE}),
-    ([("1", "h2", 1), ("1", "h2", 1)], {"1": INCOMPLETE}),  # more chunks than the version has
-    ([("1", "h1", 2), ("1", "h1", 3)], {"1": INCOMPLETE}),
-]
-
-
-@pytest.mark.parametrize(("chunks", "expected"), PAPER_STATES)
-def test_consistent_paper_hashes_flags_partial_versions(chunks, expected):
-    assert common.consistent_paper_hashes(chunks) == expected

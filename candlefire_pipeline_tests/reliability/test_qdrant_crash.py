@@ -3,12 +3,14 @@
 The batch changes every kind of paper at once (full text arrives: bare chunk -> 3 sections;
 sections shrink; a new paper; an unchanged one; a delete) and is applied through the real
 apply_batch. A fault is injected before each write call in turn (as if the process died right
-after the previous one), the store is reopened like a restarted process, and the batch is
-applied again. A real SIGKILL in the middle of an upsert completes the picture.
+after the previous one), the store is reopened like a restarted process, and the NEXT batch is
+applied: it finishes the cut one first (intent marker, exact paper_chunks comparison). A real
+SIGKILL in the middle of an upsert completes the picture.
 """
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sqlite3
 import sys
@@ -19,11 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from candlefire_pipeline.backends import qdrant
-from candlefire_pipeline.backends.common import INCOMPLETE_PAPER
 from candlefire_pipeline.backends.qdrant import QdrantBackend
 from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, DELETED_SCHEMA, embedding_schema
-from candlefire_pipeline.operations.indexing import apply_batch
+from candlefire_pipeline.operations.indexing import apply_batch, interrupted_batches
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.reliability.helpers import paper_rows, wait_for
 
@@ -60,6 +61,7 @@ def two_batches(batches: Path) -> None:
     )
     write_batch(batches, "b1", v1)
     write_batch(batches, "b2", v2, deleted=["9"])
+    write_batch(batches, "b3", paper_rows(["7"], "v3", dim=DIM))  # an unrelated later batch
 
 
 class Crash(RuntimeError):
@@ -86,16 +88,16 @@ class CrashBefore:
         return write
 
 
-def apply(path: Path, batches: Path, key: str, crash_at: int | None = None) -> int:
-    """apply_batch in a fresh backend (a restarted process); the number of write calls."""
+def apply(path: Path, batches: Path, key: str, crash_at: int | None = None):
+    """apply_batch in a fresh backend (a restarted process): (write calls, batches resumed)."""
     store = QdrantBackend(path=path)
     faulty = CrashBefore(store._client, crash_at or 0)
     store._client = faulty
     try:
-        apply_batch(store, batches, key, "test", DIM)
+        summary = apply_batch(store, batches, key, "test", DIM)
     finally:
         store.close()
-    return faulty.writes
+    return faulty.writes, summary.resumed
 
 
 def holdings(path: Path) -> tuple[dict, dict]:
@@ -109,30 +111,32 @@ def holdings(path: Path) -> tuple[dict, dict]:
 def test_a_crash_before_any_write_converges_on_the_next_apply(tmp_path, monkeypatch):
     monkeypatch.setattr(qdrant, "UPSERT_BATCH", 2)  # many write calls: many crash points
     monkeypatch.setattr(qdrant, "ID_BATCH", 1)
-    batches = tmp_path / "batches"
-    two_batches(batches)
-    expected = expected_chunks(batches)
-    final_papers = {"1": "v2-1", "3": "v2-3", "4": "v1-4", "5": "v2-5", "2": "v1-2"}
+    template = tmp_path / "template"
+    two_batches(template)
+    final_papers = {"1": "v2-1", "3": "v2-3", "4": "v1-4", "5": "v2-5", "2": "v1-2", "7": "v3-7"}
 
+    clean_batches = tmp_path / "clean_batches"
+    shutil.copytree(template, clean_batches)
     clean = tmp_path / "clean"
-    apply(clean, batches, "b1")
-    writes = apply(clean, batches, "b2")
-    assert writes >= 8 and holdings(clean) == (expected, final_papers)
+    for key in ("b1", "b2", "b3"):
+        writes, _ = apply(clean, clean_batches, key)
+        if key == "b2":
+            b2_writes = writes
+    expected = expected_chunks(clean_batches)
+    assert b2_writes >= 8 and holdings(clean) == (expected, final_papers)
 
-    for at in range(1, writes + 1):
-        path = tmp_path / f"crash{at}"
+    for at in range(1, b2_writes + 1):
+        batches, path = tmp_path / f"batches{at}", tmp_path / f"crash{at}"
+        shutil.copytree(template, batches)
         apply(path, batches, "b1")
         with pytest.raises(Crash):
             apply(path, batches, "b2", crash_at=at)
-        chunks, papers = holdings(path)
-        assert chunks != expected, at  # the crash left the store between two states
-        # every paper not yet at its final version is visibly not final (never silently "done")
-        done = {p for p, h in papers.items() if final_papers.get(p) == h}
-        for pmid in done:
-            mine = {c: h for c, h in chunks.items() if c.split("_")[0] == pmid}
-            assert mine == {c: h for c, h in expected.items() if c.split("_")[0] == pmid}, at
-        apply(path, batches, "b2")
+        assert holdings(path)[0] != expected_chunks(batches, ["b1", "b2"]), at  # cut midway
+        assert interrupted_batches(batches, "qdrant") == ["b2"], at
+        _, resumed = apply(path, batches, "b3")  # the next batch finishes the cut one first
+        assert resumed == ("b2",), at
         assert holdings(path) == (expected, final_papers), at
+        assert interrupted_batches(batches, "qdrant") == [], at
 
 
 WRITER = (
@@ -169,9 +173,12 @@ def test_sigkill_in_the_middle_of_an_upsert_converges(tmp_path):
         procs.stop_group(proc, first=signal.SIGKILL)
     assert "finished" not in log.read_text()
 
-    chunks, papers = holdings(path)  # the killed process left a store that opens
+    chunks, _ = holdings(path)  # the killed process left a store that opens
     assert len(pmids) < len(chunks) < v1.num_rows + v2.num_rows
-    assert set(papers.values()) - {INCOMPLETE_PAPER} <= {f"v1-{p}" for p in pmids}
-    assert INCOMPLETE_PAPER in papers.values()  # the half-written papers are visible as such
+    store = QdrantBackend(path=path)
+    mixed = [p for p, held in store.paper_chunks().items() if p in held and f"{p}_s0" in held]
+    store.close()
+    assert mixed  # papers holding old and new chunks side by side: what the next apply rewrites
+    assert interrupted_batches(batches, "qdrant") == ["b2"]
     apply(path, batches, "b2")
     assert holdings(path) == (expected_chunks(batches), {p: f"v2-{p}" for p in pmids})
