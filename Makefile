@@ -47,5 +47,6 @@ ui: install
 	$(BIN)/dg dev
 
 clean:
-	rm -rf $(DAGSTER_HOME) data/batches data/cache data/chroma data/reports data/logs \
-		data/serving_backend.json data/ingested_drops.json data/ingested_drops.json.lock
+	rm -rf $(DAGSTER_HOME) data/batches data/cache data/chroma data/qdrant data/reports data/logs \
+		data/serving_backend.json data/serving_backend.json.lock \
+		data/serving_history_pending.jsonl data/ingested_drops.json data/ingested_drops.json.lock

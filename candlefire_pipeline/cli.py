@@ -191,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--term", action="append", default=[])
     query.add_argument(
         "--backend",
-        choices=["serving", "pgvector", "chroma", "memory"],
+        choices=["serving", "pgvector", "chroma", "qdrant", "memory"],
         default="serving",
         help="serving (default) follows the switch exactly as the app does",
     )

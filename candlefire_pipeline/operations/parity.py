@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
 from candlefire_pipeline.operations.indexing import apply_batch, ledger_snapshot
@@ -25,6 +25,9 @@ from candlefire_pipeline.settings import ParityThresholds, Settings
 log = logging.getLogger(__name__)
 
 REFERENCE, CANDIDATE, ORACLE = "chroma", "pgvector", "memory"
+#: The stores a report runs the retriever on, in the CLI and in Dagster alike. Other fed stores
+#: (Settings.stores, e.g. qdrant) are in the ledger and the oracle but get no column yet.
+PARITY_STORES = (REFERENCE, CANDIDATE)
 LISTED_DIFF_IDS = 10  # chunk ids listed per kind in a report's ledger comparison
 
 
@@ -33,7 +36,7 @@ def build_oracle(
 ) -> MemoryBackend:
     """The exact oracle: the given batches (default: every batch applied to any store) in order."""
     if batch_keys is None:
-        ledger = ledger_snapshot(settings.batches_dir, STORE_NAMES)
+        ledger = ledger_snapshot(settings.batches_dir, settings.stores)
         batch_keys = sorted({k for applied in ledger.values() for k in applied})
     oracle = MemoryBackend(substring_mode=settings.substring_mode)
     for key in sorted(batch_keys):
@@ -53,10 +56,10 @@ def open_stores(**resources) -> Iterator[dict[str, VectorBackend]]:
 
 @contextmanager
 def open_named_stores(settings: Settings) -> Iterator[dict[str, VectorBackend]]:
-    """Every store of STORE_NAMES opened from settings (the CLI's way); closes them all."""
+    """The stores a report compares, opened from settings (the CLI's way); closes them all."""
     opened: dict[str, VectorBackend] = {}
     try:
-        for name in STORE_NAMES:
+        for name in PARITY_STORES:
             opened[name] = open_backend(name, settings)
         yield opened
     finally:
@@ -86,7 +89,7 @@ def run_report(
     stale instead of letting it look fresh.
     """
     started = datetime.now(UTC)
-    ledger = ledger_snapshot(settings.batches_dir, STORE_NAMES)
+    ledger = ledger_snapshot(settings.batches_dir, settings.stores)
     keys = sorted({k for applied in ledger.values() for k in applied})
     queries = load_queries() if include_default_queries else []
     for extra in query_files:
@@ -112,7 +115,7 @@ def run_report(
 def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult]:
     """THE evaluation of the gates: the report, the thresholds in settings, the ledger now."""
     try:
-        ledger_now = ledger_snapshot(settings.batches_dir, STORE_NAMES)
+        ledger_now = ledger_snapshot(settings.batches_dir, settings.stores)
     except (OSError, ValueError, KeyError) as exc:
         log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
         ledger_now = None

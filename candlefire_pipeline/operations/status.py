@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg_server import resolve_dsn
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
@@ -35,6 +35,10 @@ class Status:
 def _where(settings: Settings, store: str) -> str:
     if store == "pgvector":
         return redact_dsn(settings.pg_dsn)
+    if store == "qdrant":
+        from candlefire_pipeline.backends.qdrant_server import redact_url
+
+        return redact_url(settings.qdrant_url) if settings.qdrant_url else str(settings.qdrant_path)
     if settings.chroma_host:
         return f"http://{settings.chroma_host}:{settings.chroma_port}"
     return str(settings.chroma_path)
@@ -50,7 +54,7 @@ def collect_status(settings: Settings) -> Status:
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
         status.headline = report.headline()
-    for store in STORE_NAMES:
+    for store in settings.stores:
         try:
             backend = open_backend(store, settings)
             try:

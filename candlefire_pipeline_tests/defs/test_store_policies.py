@@ -10,8 +10,13 @@ import dagster as dg
 import yaml
 
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
-from candlefire_pipeline.defs.store_policies import CHROMA_POOL, POSTGRES_POOL, STORE_WRITE_RETRY
+from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks, qdrant_chunks
+from candlefire_pipeline.defs.store_policies import (
+    CHROMA_POOL,
+    POSTGRES_POOL,
+    QDRANT_POOL,
+    STORE_WRITE_RETRY,
+)
 from candlefire_pipeline.settings import REPO_ROOT, Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, materialized, pipeline_env
 from candlefire_pipeline_tests.reliability.helpers import ChromaServer
@@ -92,7 +97,12 @@ def test_a_dimension_mismatch_fails_at_once_without_a_retry(tmp_path, monkeypatc
 
 
 def test_each_store_asset_writes_through_its_own_pool_with_the_retry_policy():
-    for asset, pool in ((pgvector_chunks, POSTGRES_POOL), (chroma_chunks, CHROMA_POOL)):
+    pairs = (
+        (pgvector_chunks, POSTGRES_POOL),
+        (chroma_chunks, CHROMA_POOL),
+        (qdrant_chunks, QDRANT_POOL),
+    )
+    for asset, pool in pairs:
         assert asset.op.pool == pool
         assert asset.op.retry_policy == STORE_WRITE_RETRY
     assert STORE_WRITE_RETRY.backoff == dg.Backoff.EXPONENTIAL

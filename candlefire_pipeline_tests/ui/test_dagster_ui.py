@@ -25,8 +25,8 @@ from candlefire_pipeline_tests.ui.dagster_dev import DagsterDev, running_dagster
 pytestmark = pytest.mark.slow
 
 ASSETS = (
-    "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks", "parity_report",
-    "serving_backend",
+    "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks", "qdrant_chunks",
+    "parity_report", "serving_backend",
 )  # fmt: skip
 SCREENSHOTS = REPO_ROOT / "artifacts" / "ui"
 CANDLEFIRE = Path(sys.executable).with_name("candlefire")
