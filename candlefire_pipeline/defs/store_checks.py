@@ -4,7 +4,12 @@ import dagster as dg
 
 from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
-from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.defs.store_assets import (
+    CHROMA_POOL,
+    POSTGRES_POOL,
+    chroma_chunks,
+    pgvector_chunks,
+)
 from candlefire_pipeline.operations.indexing import applied_batches
 
 MAX_LISTED = 20
@@ -27,11 +32,13 @@ def _diff_result(diff: dict[str, list[str]], **metadata) -> dg.AssetCheckResult:
     )
 
 
-def _ledger_check(store_asset, resource_key: str, store_name: str):
+def _ledger_check(store_asset, resource_key: str, store_name: str, pool: str):
+    # In the store's pool: read between two writes, never during another run's write.
     @dg.asset_check(
         asset=store_asset,
         name=f"{store_name}_holds_current_versions",
         blocking=True,
+        pool=pool,
         required_resource_keys={"pipeline", resource_key},
         description="Exactly the chunk ids and content hashes of every paper's latest version.",
     )
@@ -86,11 +93,14 @@ def stores_agree(pgvector: PgVectorResource, chroma: ChromaResource) -> dg.Asset
 
 
 def build_store_checks() -> list[dg.AssetChecksDefinition]:
-    pairs = [(pgvector_chunks, "pgvector", "pgvector"), (chroma_chunks, "chroma", "chroma")]
+    pairs = [
+        (pgvector_chunks, "pgvector", "pgvector", POSTGRES_POOL),
+        (chroma_chunks, "chroma", "chroma", CHROMA_POOL),
+    ]
     checks = [stores_agree]
-    for asset, resource_key, store_name in pairs:
+    for asset, resource_key, store_name, pool in pairs:
         checks += [
-            _ledger_check(asset, resource_key, store_name),
+            _ledger_check(asset, resource_key, store_name, pool),
             _dimension_check(asset, resource_key, store_name),
         ]
     return checks

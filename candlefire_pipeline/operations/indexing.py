@@ -78,7 +78,8 @@ def apply_batch(
     dim: int,
     record_applied: bool = True,
 ) -> ApplySummary:
-    """Replace the batch's changed papers and apply its deletes, skipping newer versions."""
+    """Replace the batch's changed papers and apply its deletes, skipping papers that a later
+    batch already applied to this store changed or deleted (batches may arrive in any order)."""
     started = time.perf_counter()
     batch_dir = batches_dir / batch_key
     rows = read_store_rows(batch_dir, batch_key)
@@ -91,7 +92,9 @@ def apply_batch(
     backend.ensure_schema(model_id, dim)
     deleted = pq.read_table(batch_dir / "deleted.parquet")["pmid"].to_pylist()
     pmids = set(pc.unique(rows["pmid"]).to_pylist())
-    superseded = superseded_pmids(batches_dir, batch_key, pmids | set(deleted))
+    superseded = superseded_pmids(
+        batches_dir, batch_key, pmids | set(deleted), marker=applied_marker(backend.name)
+    )
     stored = backend.paper_hashes(sorted(pmids))
     paper_of = dict(zip(rows["pmid"].to_pylist(), rows["paper_hash"].to_pylist(), strict=True))
     unchanged = {p for p, h in paper_of.items() if stored.get(p) == h} - superseded
@@ -122,15 +125,20 @@ def apply_batch(
     return summary
 
 
+def applied_marker(store: str) -> str:
+    """The file in a batch directory that records the batch was applied to `store`."""
+    return f"applied-{store}.json"
+
+
 def _record_applied(batch_dir: Path, summary: ApplySummary) -> None:
-    path = batch_dir / f"applied-{summary.store}.json"
+    path = batch_dir / applied_marker(summary.store)
     write_atomic(path, json.dumps(asdict(summary), indent=2))
 
 
 def applied_batches(batches_dir: Path, store: str) -> dict[str, float]:
     """batch_key -> when it was last applied to `store` (epoch seconds)."""
     out: dict[str, float] = {}
-    for marker in sorted(batches_dir.glob(f"*/applied-{store}.json")):
+    for marker in sorted(batches_dir.glob(f"*/{applied_marker(store)}")):
         out[marker.parent.name] = json.loads(marker.read_text())["applied_at"]
     return out
 
