@@ -7,6 +7,7 @@ from candlefire_pipeline.defs.batch_metadata import combined
 from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
 from candlefire_pipeline.defs.resources import PipelineResource
 from candlefire_pipeline.embedding import write_embeddings
+from candlefire_pipeline.embedding.ray_executor import RayEmbeddingError, RayUnavailableError
 
 _INGEST = {
     "partitions_def": ingest_batches,
@@ -71,6 +72,25 @@ def chunks(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
     )
 
 
+def _embeddings_of(context: dg.AssetExecutionContext, batch_dir, embedder, cache) -> dict:
+    summary = write_embeddings(
+        batch_dir / "chunks.parquet",
+        batch_dir / "embeddings.parquet",
+        embedder,
+        cache,
+        progress=context.log.info,
+    )
+    return {
+        "chunks": summary.chunks,
+        "embedded": summary.embedded,
+        "cached": summary.cached,
+        "seconds": round(summary.seconds, 3),
+        "chunks_per_second": round(summary.chunks_per_second, 1),
+        "model_id": summary.model_id,
+        "dim": summary.dim,
+    }
+
+
 @dg.asset(**_INGEST, deps=[chunks])
 def embeddings(
     context: dg.AssetExecutionContext, pipeline: PipelineResource
@@ -83,25 +103,12 @@ def embeddings(
     settings = pipeline.settings()
     cache = pipeline.embedding_cache()
     per_batch = {}
-    with pipeline.stage_embedder() as embedder:
-        for key in batch_keys(context):
-            batch_dir = settings.batch_dir(key)
-            summary = write_embeddings(
-                batch_dir / "chunks.parquet",
-                batch_dir / "embeddings.parquet",
-                embedder,
-                cache,
-                progress=context.log.info,
-            )
-            per_batch[key] = {
-                "chunks": summary.chunks,
-                "embedded": summary.embedded,
-                "cached": summary.cached,
-                "seconds": round(summary.seconds, 3),
-                "chunks_per_second": round(summary.chunks_per_second, 1),
-                "model_id": summary.model_id,
-                "dim": summary.dim,
-            }
+    try:
+        with pipeline.stage_embedder() as embedder:
+            for key in batch_keys(context):
+                per_batch[key] = _embeddings_of(context, settings.batch_dir(key), embedder, cache)
+    except (RayUnavailableError, RayEmbeddingError) as exc:
+        raise dg.Failure(str(exc)) from exc
     metadata = combined(per_batch, ("chunks", "embedded", "cached"))
     return dg.MaterializeResult(
         metadata={
