@@ -101,7 +101,9 @@ def apply_batch(
     to_write = pmids - superseded - unchanged
     keep = pc.is_in(rows["pmid"], value_set=pa.array(sorted(to_write), pa.string()))
     written = backend.replace_papers(rows.filter(keep)) if to_write else 0
-    to_delete = sorted(set(deleted) - superseded)
+    # A pmid both deleted and accepted here was re-added after its delete in this file (the
+    # reader keeps the last of the two): replace_papers already dropped its older chunks.
+    to_delete = sorted(set(deleted) - superseded - pmids)
     chunks_deleted = backend.delete_papers(to_delete) if to_delete else 0
     summary = ApplySummary(
         store=backend.name,
