@@ -88,3 +88,25 @@ def test_ray_executor_settings(env, values, expected):
 def test_bad_values_are_refused_with_the_variable_named(env, values, message):
     with pytest.raises(ValueError, match=message):
         env(**values)
+
+
+@pytest.mark.parametrize(
+    ("values", "read_batch"),
+    [
+        ({}, 1024),
+        ({"CANDLEFIRE_EMBED_EXECUTOR": "ray", "RAY_ADDRESS": "h:1"}, 1024),
+        (
+            {
+                "CANDLEFIRE_EMBED_EXECUTOR": "ray",
+                "RAY_ADDRESS": "h:1",
+                "CANDLEFIRE_RAY_ACTORS": "64",
+            },
+            64 * 128,
+        ),
+        ({"RAY_ADDRESS": "h:1", "CANDLEFIRE_RAY_ACTORS": "64"}, 1024),  # in-process: unchanged
+    ],
+)
+def test_the_stage_reads_enough_rows_per_call_to_feed_every_actor(env, values, read_batch):
+    from candlefire_pipeline.embedding.executor import stage_read_batch
+
+    assert stage_read_batch(env(**values)) == read_batch

@@ -7,6 +7,7 @@ from candlefire_pipeline.defs.batch_metadata import combined
 from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
 from candlefire_pipeline.defs.resources import PipelineResource
 from candlefire_pipeline.embedding import write_embeddings
+from candlefire_pipeline.embedding.executor import stage_read_batch
 from candlefire_pipeline.embedding.ray_executor import RayEmbeddingError, RayUnavailableError
 
 _INGEST = {
@@ -72,12 +73,15 @@ def chunks(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
     )
 
 
-def _embeddings_of(context: dg.AssetExecutionContext, batch_dir, embedder, cache) -> dict:
+def _embeddings_of(
+    context: dg.AssetExecutionContext, batch_dir, embedder, cache, read_batch: int
+) -> dict:
     summary = write_embeddings(
         batch_dir / "chunks.parquet",
         batch_dir / "embeddings.parquet",
         embedder,
         cache,
+        read_batch=read_batch,
         progress=context.log.info,
     )
     return {
@@ -106,7 +110,9 @@ def embeddings(
     try:
         with pipeline.stage_embedder() as embedder:
             for key in batch_keys(context):
-                per_batch[key] = _embeddings_of(context, settings.batch_dir(key), embedder, cache)
+                per_batch[key] = _embeddings_of(
+                    context, settings.batch_dir(key), embedder, cache, stage_read_batch(settings)
+                )
     except (RayUnavailableError, RayEmbeddingError) as exc:
         raise dg.Failure(str(exc)) from exc
     metadata = combined(per_batch, ("chunks", "embedded", "cached"))

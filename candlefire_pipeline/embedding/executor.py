@@ -8,6 +8,16 @@ from contextlib import contextmanager
 from candlefire_pipeline.embedding.embedders import Embedder, load_embedder, logical_model_id
 from candlefire_pipeline.settings import Settings
 
+#: The stage's default read batch (rows of chunks.parquet embedded per call).
+DEFAULT_READ_BATCH = 1024
+
+
+def stage_read_batch(settings: Settings) -> int:
+    """Rows per embed call: on Ray, enough for one slice per actor, so every actor has work."""
+    if settings.embed_executor != "ray":
+        return DEFAULT_READ_BATCH
+    return max(DEFAULT_READ_BATCH, settings.ray.actors * settings.ray.slice_texts)
+
 
 def embedder_kwargs(settings: Settings) -> dict:
     """What load_embedder needs; the same dict builds the in-process and the Ray workers' model."""
