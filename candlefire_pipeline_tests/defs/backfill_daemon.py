@@ -20,6 +20,7 @@ from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.ui.dagster_dev import DagsterDev, running_dagster_dev
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+POOLS = ("postgres_writes", "chroma_writes")
 INGEST_ASSETS = ["papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks"]
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
@@ -68,6 +69,13 @@ class BackfillDaemon:
         candlefire = Path(sys.executable).with_name("candlefire")
         register = [candlefire, "register-drops"]
         subprocess.run(register, env=self.env, check=True, capture_output=True)
+        # dagster.yaml's default_limit is written to a pool on the first dequeue pass that sees
+        # it, and that pass does not apply it yet: two runs queued together on a fresh instance
+        # both start. Setting the limits first, as docs/DEPLOY.md tells operators, closes that.
+        dagster = Path(sys.executable).with_name("dagster")
+        for pool in POOLS:
+            limit = [dagster, "instance", "concurrency", "set", pool, "1"]
+            subprocess.run(limit, env=self.env, check=True, capture_output=True)
         target = ["-m", "candlefire_pipeline.definitions"]
         log_path = self.root / "dagster_dev.log"
         with running_dagster_dev(
