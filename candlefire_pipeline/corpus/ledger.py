@@ -31,11 +31,18 @@ def _pmids(path: Path) -> Iterator[str]:
     return (row["pmid"] for row in _column(path, ["pmid"]))
 
 
-def superseded_pmids(batches_dir: Path, batch_key: str, pmids: Iterable[str]) -> set[str]:
-    """The given pmids that a later batch (holding papers.parquet) accepts or deletes."""
+def superseded_pmids(
+    batches_dir: Path, batch_key: str, pmids: Iterable[str], marker: str = "papers.parquet"
+) -> set[str]:
+    """The given pmids that a later batch (holding `marker`) accepts or deletes.
+
+    With a store's applied marker, "later" means later batches that store already holds: the
+    store then always equals expected_chunks() of its applied batches, whatever order they
+    arrive in, and a later batch that fails before reaching the store blocks nothing.
+    """
     wanted = set(pmids)
     found: set[str] = set()
-    for batch_dir in _batch_dirs(batches_dir, "papers.parquet"):
+    for batch_dir in _batch_dirs(batches_dir, marker):
         if batch_dir.name <= batch_key:
             continue
         for name in ("papers.parquet", "deleted.parquet"):

@@ -1,36 +1,32 @@
-"""papers -> chunks -> embeddings: one parquet set per ingest batch (one drop file)."""
+"""papers -> chunks -> embeddings: one parquet set per ingest batch (one drop file).
+
+A step holds one drop file, or a backfill range of them (BackfillPolicy.multi_run) that it
+handles in file-name order; its metadata is the drop's own, or totals and a row per drop.
+"""
 
 import dagster as dg
 
 from candlefire_pipeline.corpus.drop_record import drop_file, record_drops
-from candlefire_pipeline.corpus.drops import (
-    DropFileError,
-    validate_batch_key,
-    write_chunks,
-    write_papers,
-)
-from candlefire_pipeline.defs.partitions import ingest_batches
+from candlefire_pipeline.corpus.drops import DropFileError, write_chunks, write_papers
+from candlefire_pipeline.defs.batch_metadata import combined
+from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
 from candlefire_pipeline.defs.progress import progress_logger
 from candlefire_pipeline.defs.resources import PipelineResource
 from candlefire_pipeline.defs.versions import embedding_code_version
 from candlefire_pipeline.embedding import write_embeddings
+from candlefire_pipeline.embedding.executor import stage_read_batch
+from candlefire_pipeline.embedding.ray_executor import RayEmbeddingError, RayUnavailableError
 from candlefire_pipeline.settings import Settings
 
+_INGEST = {
+    "partitions_def": ingest_batches,
+    "backfill_policy": ingest_backfill_policy,
+    "group_name": "ingest",
+    "kinds": {"parquet"},
+}
 
-@dg.asset(
-    partitions_def=ingest_batches,
-    group_name="ingest",
-    kinds={"parquet"},
-    description=(
-        "Accepted papers of one drop file (JSON lines or MEDLINE XML, possibly gzipped), plus "
-        "a reject with a reason for every other record and the PMIDs the drop deletes. "
-        "accepted + rejected always equals records in."
-    ),
-    metadata={"written_to": "data/batches/<drop>/{papers,rejects,deleted}.parquet"},
-)
-def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.MaterializeResult:
-    settings = pipeline.settings()
-    key = validate_batch_key(context.partition_key)
+
+def _papers_of(context: dg.AssetExecutionContext, settings: Settings, key: str) -> dict:
     drop = settings.drops_dir / key
     if not drop.is_file():
         raise dg.Failure(f"drop file {key!r} is not in the drops folder {settings.drops_dir}")
@@ -44,23 +40,49 @@ def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
         f"{key}: {summary.records_in} records -> {summary.accepted} accepted, "
         f"{summary.rejected} rejected, {summary.deleted} deletions"
     )
-    return dg.MaterializeResult(
-        metadata={
-            "records_in": summary.records_in,
-            "accepted": summary.accepted,
-            "rejected": summary.rejected,
-            "deleted_pmids": summary.deleted,
-            "reject_reasons": dg.MetadataValue.md(summary.reasons_markdown()),
-            "drop_fingerprint": version.run_key,
-            "path": dg.MetadataValue.path(str(settings.batch_dir(key) / "papers.parquet")),
-        }
-    )
+    return {
+        "records_in": summary.records_in,
+        "accepted": summary.accepted,
+        "rejected": summary.rejected,
+        "deleted_pmids": summary.deleted,
+        "reject_reasons": dg.MetadataValue.md(summary.reasons_markdown()),
+        "drop_fingerprint": version.run_key,
+        "path": dg.MetadataValue.path(str(settings.batch_dir(key) / "papers.parquet")),
+    }
 
 
 @dg.asset(
-    partitions_def=ingest_batches,
-    group_name="ingest",
-    kinds={"parquet"},
+    **_INGEST,
+    description=(
+        "Accepted papers of one drop file (JSON lines or MEDLINE XML, possibly gzipped), plus "
+        "a reject with a reason for every other record and the PMIDs the drop deletes. "
+        "accepted + rejected always equals records in."
+    ),
+    metadata={"written_to": "data/batches/<drop>/{papers,rejects,deleted}.parquet"},
+)
+def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.MaterializeResult:
+    settings = pipeline.settings()
+    per_batch = {key: _papers_of(context, settings, key) for key in batch_keys(context)}
+    summed = ("records_in", "accepted", "rejected", "deleted_pmids")
+    return dg.MaterializeResult(metadata=combined(per_batch, summed, ("drop_fingerprint",)))
+
+
+def _chunks_of(context: dg.AssetExecutionContext, settings: Settings, key: str) -> dict:
+    batch_dir = settings.batch_dir(key)
+    summary = write_chunks(batch_dir)
+    context.log.info(f"{key}: {summary.papers} papers -> {summary.chunks} chunks")
+    sections = "\n".join(f"| {k} | {v} |" for k, v in sorted(summary.sections.items()))
+    return {
+        "papers": summary.papers,
+        "chunks": summary.chunks,
+        "full_text_papers": summary.full_text_papers,
+        "sections": dg.MetadataValue.md(f"| section | chunks |\n|---|---|\n{sections}"),
+        "path": dg.MetadataValue.path(str(batch_dir / "chunks.parquet")),
+    }
+
+
+@dg.asset(
+    **_INGEST,
     deps=[papers],
     description=(
         "candle-fire's section-aware chunks: up to 6 sections per full-text paper (ids "
@@ -70,36 +92,48 @@ def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
 )
 def chunks(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.MaterializeResult:
     settings = pipeline.settings()
-    batch_dir = settings.batch_dir(validate_batch_key(context.partition_key))
-    summary = write_chunks(batch_dir)
-    context.log.info(f"{summary.papers} papers -> {summary.chunks} chunks")
-    sections = "\n".join(f"| {k} | {v} |" for k, v in sorted(summary.sections.items()))
+    per_batch = {key: _chunks_of(context, settings, key) for key in batch_keys(context)}
     return dg.MaterializeResult(
-        metadata={
-            "papers": summary.papers,
-            "chunks": summary.chunks,
-            "full_text_papers": summary.full_text_papers,
-            "sections": dg.MetadataValue.md(f"| section | chunks |\n|---|---|\n{sections}"),
-            "path": dg.MetadataValue.path(str(batch_dir / "chunks.parquet")),
-        }
+        metadata=combined(per_batch, ("papers", "chunks", "full_text_papers"))
     )
+
+
+def _embeddings_of(context: dg.AssetExecutionContext, settings: Settings, key, embedder, cache):
+    batch_dir = settings.batch_dir(key)
+    summary = write_embeddings(
+        batch_dir / "chunks.parquet",
+        batch_dir / "embeddings.parquet",
+        embedder,
+        cache,
+        read_batch=stage_read_batch(settings),
+        progress=progress_logger(context),
+    )
+    return {
+        "chunks": summary.chunks,
+        "embedded": summary.embedded,
+        "cached": summary.cached,
+        "seconds": round(summary.seconds, 3),
+        "chunks_per_second": round(summary.chunks_per_second, 1),
+        "model_id": summary.model_id,
+        "dim": summary.dim,
+    }
 
 
 def build_embeddings(code_version: str) -> dg.AssetsDefinition:
     """The embeddings asset at a code version (embedding_code_version of the settings)."""
 
     @dg.asset(
+        **_INGEST,
         name="embeddings",
-        partitions_def=ingest_batches,
-        group_name="ingest",
-        kinds={"parquet"},
         deps=[chunks],
         code_version=code_version,
         description=(
             "One L2-normalized float32 vector per chunk from the configured model; a chunk "
-            "whose content hash is in the cache for this model is not embedded again. The code "
-            "version names the model: changing it marks this asset stale, and both stores once "
-            "it is re-embedded (a new data version)."
+            "whose content hash is in the cache for this model is not embedded again. The "
+            "model runs in this process or on Ray actors (CANDLEFIRE_EMBED_EXECUTOR); only "
+            "cache misses leave the process, and rows are written in chunk order either way. "
+            "The code version names the model: changing it marks this asset stale, and both "
+            "stores once it is re-embedded (a new data version)."
         ),
         metadata={"written_to": "data/batches/<drop>/embeddings.parquet"},
     )
@@ -107,23 +141,21 @@ def build_embeddings(code_version: str) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, pipeline: PipelineResource
     ) -> dg.MaterializeResult:
         settings = pipeline.settings()
-        batch_dir = settings.batch_dir(validate_batch_key(context.partition_key))
-        summary = write_embeddings(
-            batch_dir / "chunks.parquet",
-            batch_dir / "embeddings.parquet",
-            pipeline.embedder(),
-            pipeline.embedding_cache(),
-            progress=progress_logger(context),
-        )
+        cache = pipeline.embedding_cache()
+        per_batch = {}
+        try:
+            with pipeline.stage_embedder() as embedder:
+                for key in batch_keys(context):
+                    per_batch[key] = _embeddings_of(context, settings, key, embedder, cache)
+        except (RayUnavailableError, RayEmbeddingError) as exc:
+            raise dg.Failure(str(exc)) from exc
+        metadata = combined(per_batch, ("chunks", "embedded", "cached"))
         return dg.MaterializeResult(
             metadata={
-                "chunks": summary.chunks,
-                "embedded": summary.embedded,
-                "cached": summary.cached,
-                "seconds": round(summary.seconds, 3),
-                "chunks_per_second": round(summary.chunks_per_second, 1),
-                "model_id": summary.model_id,
-                "dim": summary.dim,
+                **metadata,
+                "executor": settings.embed_executor,
+                "model_id": embedder.model_id,
+                "dim": embedder.dim,
             }
         )
 

@@ -1,12 +1,16 @@
-"""The store assets: each applies one batch's embeddings to its store (pgvector, Chroma, Qdrant)."""
+"""The store assets: each applies the step's batches to its store (pgvector, Chroma, Qdrant).
+
+A step holds one drop file, or a backfill range of them (BackfillPolicy.multi_run); the range is
+applied in file-name order, the order the ledger assumes.
+"""
 
 from collections.abc import Sequence
 
 import dagster as dg
 
-from candlefire_pipeline.corpus.drops import validate_batch_key
+from candlefire_pipeline.defs.batch_metadata import batch_span, combined
 from candlefire_pipeline.defs.ingest_assets import embeddings
-from candlefire_pipeline.defs.partitions import ingest_batches
+from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
 from candlefire_pipeline.defs.progress import progress_logger
 from candlefire_pipeline.defs.resources import (
     ChromaResource,
@@ -23,26 +27,37 @@ from candlefire_pipeline.defs.store_policies import (
 )
 from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
 
+_SUMMED = (
+    "rows_written", "papers_replaced", "papers_unchanged", "papers_superseded",
+    "papers_deleted", "chunks_deleted",
+)  # fmt: skip
+
 
 def _apply(context: dg.AssetExecutionContext, pipeline: PipelineResource, store) -> dict:
-    """Apply the partition's batch to one store; the materialization metadata."""
+    """Apply the step's batches to one store in file-name order; the materialization metadata."""
     settings = pipeline.settings()
-    key = validate_batch_key(context.partition_key)
+    keys = batch_keys(context)
     embedder = pipeline.embedder()
-    with retried_only_if_transient(f"applying {key}"), store.open() as backend:
-        summary = apply_batch(
-            backend, settings.batches_dir, key, embedder.model_id, embedder.dim,
-            progress=progress_logger(context),
-        )  # fmt: skip
+    summaries: dict[str, ApplySummary] = {}
+    with retried_only_if_transient(f"applying {batch_span(keys)}"), store.open() as backend:
+        for key in keys:
+            summary = apply_batch(
+                backend, settings.batches_dir, key, embedder.model_id, embedder.dim,
+                progress=progress_logger(context),
+            )  # fmt: skip
+            context.log.info(
+                f"{summary.store} <- {key}: {summary.rows_written} rows written, "
+                f"{summary.papers_replaced} papers replaced, {summary.papers_deleted} deleted"
+            )
+            summaries[key] = summary
         total = backend.count()
-    context.log.info(
-        f"{summary.store}: {summary.rows_written} rows written, {summary.papers_replaced} "
-        f"papers replaced, {summary.papers_deleted} deleted, store holds {total}"
-    )
-    return _metadata(summary, total)
+        context.log.info(f"{backend.name} holds {total} chunks")
+    metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED)
+    resumed = [batch for s in summaries.values() for batch in s.resumed]
+    return {**metadata, "store_chunks": total, "resumed_batches": ", ".join(resumed) or "none"}
 
 
-def _metadata(summary: ApplySummary, total: int) -> dict:
+def _metadata(summary: ApplySummary) -> dict:
     return {
         "rows_written": summary.rows_written,
         "papers_replaced": summary.papers_replaced,
@@ -50,27 +65,32 @@ def _metadata(summary: ApplySummary, total: int) -> dict:
         "papers_superseded": summary.papers_superseded,
         "papers_deleted": summary.papers_deleted,
         "chunks_deleted": summary.chunks_deleted,
-        "store_chunks": total,
         "seconds": round(summary.seconds, 3),
         "rows_per_second": round(summary.rows_per_second, 1),
-        "resumed_batches": ", ".join(summary.resumed) or "none",
     }
 
 
 _APPLY_RULES = (
     "Only papers whose content changed are rewritten (replace by paper: a paper's old chunks "
     "go); a MEDLINE DeleteCitation removes the paper; a batch never overwrites a newer version "
-    "of a paper from a later drop. Retried with backoff on connection errors only."
+    "of a paper that a later drop already applied to this store, so drops may arrive in any "
+    "order. A backfill run applies its range of drops in file-name order. Retried with backoff "
+    "on connection errors only."
 )
+
+_STORE = {
+    "partitions_def": ingest_batches,
+    "backfill_policy": ingest_backfill_policy,
+    "group_name": "stores",
+    "deps": [embeddings],
+    "retry_policy": STORE_WRITE_RETRY,
+}
 
 
 @dg.asset(
-    partitions_def=ingest_batches,
-    group_name="stores",
+    **_STORE,
     kinds={"postgres"},
-    deps=[embeddings],
     pool=POSTGRES_POOL,
-    retry_policy=STORE_WRITE_RETRY,
     description=(
         "The batch applied to the Postgres + pgvector `chunks` table in one transaction "
         f"(HNSW cosine index, trigram index for substring grounding). {_APPLY_RULES}"
@@ -84,12 +104,9 @@ def pgvector_chunks(
 
 
 @dg.asset(
-    partitions_def=ingest_batches,
-    group_name="stores",
+    **_STORE,
     kinds={"chromadb"},
-    deps=[embeddings],
     pool=CHROMA_POOL,
-    retry_policy=STORE_WRITE_RETRY,
     description=(
         "The batch applied to the Chroma collection the app serves from today: the same chunk "
         f"ids and precomputed vectors as pgvector, cosine space. {_APPLY_RULES}"
@@ -103,12 +120,9 @@ def chroma_chunks(
 
 
 @dg.asset(
-    partitions_def=ingest_batches,
-    group_name="stores",
+    **_STORE,
     kinds={"qdrant"},
-    deps=[embeddings],
     pool=QDRANT_POOL,
-    retry_policy=STORE_WRITE_RETRY,
     description=(
         "The batch applied to the Qdrant collection, evaluated by the parity report but never "
         f"served: the same chunk ids and vectors, cosine distance. {_APPLY_RULES}"

@@ -7,6 +7,7 @@ import dagster as dg
 from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
 from candlefire_pipeline.defs.store_assets import STORE_ASSETS, chroma_chunks, pgvector_chunks
+from candlefire_pipeline.defs.store_policies import STORE_POOLS
 from candlefire_pipeline.operations.indexing import applied_batches
 
 MAX_LISTED = 20
@@ -20,11 +21,13 @@ def _diff_result(diff: dict[str, list[str]], **metadata) -> dg.AssetCheckResult:
     )
 
 
-def _ledger_check(store_asset, resource_key: str, store_name: str):
+def _ledger_check(store_asset, resource_key: str, store_name: str, pool: str):
+    # In the store's pool: read between two writes, never during another run's write.
     @dg.asset_check(
         asset=store_asset,
         name=f"{store_name}_holds_current_versions",
         blocking=True,
+        pool=pool,
         required_resource_keys={"pipeline", resource_key},
         description="Exactly the chunk ids and content hashes of every paper's latest version.",
     )
@@ -108,7 +111,10 @@ def build_store_checks(stores: Sequence[str]) -> list[dg.AssetChecksDefinition]:
     checks = []
     for name in stores:
         asset = STORE_ASSETS[name]
-        checks += [_ledger_check(asset, name, name), _dimension_check(asset, name, name)]
+        checks += [
+            _ledger_check(asset, name, name, STORE_POOLS[name]),
+            _dimension_check(asset, name, name),
+        ]
         if name == "chroma":
             checks.append(stores_agree)
         elif name != "pgvector":

@@ -14,6 +14,8 @@ from candlefire_pipeline.backends.transient import is_transient
 POSTGRES_POOL = "postgres_writes"
 CHROMA_POOL = "chroma_writes"
 QDRANT_POOL = "qdrant_writes"
+#: store name -> the pool its asset and its ledger check run in
+STORE_POOLS = {"pgvector": POSTGRES_POOL, "chroma": CHROMA_POOL, "qdrant": QDRANT_POOL}
 
 #: 1 + 2 + 4 + 8 + 16 s (each +/- jitter): rides out a store restart of about half a minute.
 STORE_WRITE_RETRY = dg.RetryPolicy(

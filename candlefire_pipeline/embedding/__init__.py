@@ -9,6 +9,7 @@ from candlefire_pipeline.embedding.embedders import (
     load_embedder,
     logical_model_id,
 )
+from candlefire_pipeline.embedding.executor import stage_embedder
 from candlefire_pipeline.embedding.stage import EmbeddingSummary, write_embeddings
 
 __all__ = [
@@ -20,5 +21,6 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "load_embedder",
     "logical_model_id",
+    "stage_embedder",
     "write_embeddings",
 ]

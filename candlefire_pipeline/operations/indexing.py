@@ -99,6 +99,11 @@ def apply_batch(
 ) -> ApplySummary:
     """Replace the batch's changed papers and apply its deletes, skipping newer versions.
 
+    A paper is skipped when a later batch that this store has applied accepts or deletes it, so
+    batches may arrive in any order and the store always equals the ledger view of the
+    batches it has applied (expected_chunks); a later batch that never reached the store
+    holds nothing back.
+
     With record_applied (a persistent store), interrupted applies of other batches are
     finished first and this one is recorded (`applied-<store>.json`) when it completes.
     `progress` receives a message at a steady interval while more than PROGRESS_MIN_ROWS rows
@@ -137,10 +142,14 @@ def _apply(
         backend.ensure_schema(*model)
     deleted = pq.read_table(batch_dir / "deleted.parquet")["pmid"].to_pylist()
     pmids = set(pc.unique(rows["pmid"]).to_pylist())
-    superseded = superseded_pmids(batches_dir, batch_key, pmids | set(deleted))
+    superseded = superseded_pmids(
+        batches_dir, batch_key, pmids | set(deleted), marker=applied_marker(backend.name)
+    )
     unchanged = _unchanged(backend, rows, pmids - superseded)
     to_write = pmids - superseded - unchanged
-    to_delete = sorted(set(deleted) - superseded)
+    # A pmid both deleted and accepted here was re-added after its delete in this file (the
+    # reader keeps the last of the two): replace_papers drops its older chunks, or it is unchanged.
+    to_delete = sorted(set(deleted) - superseded - pmids)
     if tracked and (to_write or to_delete):
         _mark(batch_dir, INTENT, backend.name, {"batch_key": batch_key, "started": time.time()})
     keep = pc.is_in(rows["pmid"], value_set=pa.array(sorted(to_write), pa.string()))
@@ -233,10 +242,15 @@ def resume_interrupted(
     return done
 
 
+def applied_marker(store: str) -> str:
+    """The file in a batch directory that records the batch was applied to `store`."""
+    return APPLIED.format(store=store)
+
+
 def applied_batches(batches_dir: Path, store: str) -> dict[str, float]:
     """batch_key -> when it was last applied to `store` (epoch seconds)."""
     out: dict[str, float] = {}
-    for marker in sorted(Path(batches_dir).glob(f"*/{APPLIED.format(store=store)}")):
+    for marker in sorted(Path(batches_dir).glob(f"*/{applied_marker(store)}")):
         out[marker.parent.name] = json.loads(marker.read_text())["applied_at"]
     return out
 

@@ -83,3 +83,17 @@ def test_delete_then_re_add_in_one_file_keeps_the_paper(tmp_path):
 def test_missing_batches_dir_is_empty(tmp_path):
     assert expected_chunks(tmp_path / "nothing") == {}
     assert superseded_pmids(tmp_path / "nothing", "b1", ["1"]) == set()
+
+
+def test_superseded_pmids_by_a_marker_sees_only_batches_holding_it(tmp_path):
+    add_batch(tmp_path, "b1.jsonl", jsonl(rec("1"), rec("2")))
+    add_batch(tmp_path, "b2.jsonl", jsonl(rec("1", title="newer")))
+    add_batch(tmp_path, "b3.xml", xml_set(delete("2")))
+    batches = tmp_path / "batches"
+    marker = "applied-pgvector.json"
+    assert superseded_pmids(batches, "b1.jsonl", ["1", "2"], marker=marker) == set()
+    (batches / "b3.xml" / marker).write_text("{}")
+    assert superseded_pmids(batches, "b1.jsonl", ["1", "2"], marker=marker) == {"2"}
+    (batches / "b2.jsonl" / marker).write_text("{}")
+    assert superseded_pmids(batches, "b1.jsonl", ["1", "2"], marker=marker) == {"1", "2"}
+    assert superseded_pmids(batches, "b2.jsonl", ["1", "2"], marker=marker) == {"2"}

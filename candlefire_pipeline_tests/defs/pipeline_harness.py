@@ -63,6 +63,21 @@ class Pipeline:
             partition_key=key,
         )
 
+    def ingest_range(
+        self, first: str, last: str, raise_on_error: bool = True
+    ) -> dg.ExecuteInProcessResult:
+        """One run over the registered partitions first..last, like a backfill run."""
+        return dg.materialize(
+            INGEST,
+            instance=self.instance,
+            resources=build_resources(Settings.from_env()),
+            tags={
+                "dagster/asset_partition_range_start": first,
+                "dagster/asset_partition_range_end": last,
+            },
+            raise_on_error=raise_on_error,
+        )
+
     def parity(
         self,
         raise_on_error: bool = False,
