@@ -73,6 +73,7 @@ def embeddings(
         pipeline.embedder(),
         pipeline.embedding_cache(),
         progress=context.log.info,
+        progress_interval=settings.embed_progress_seconds,
     )
     return dg.MaterializeResult(
         metadata={

@@ -6,9 +6,11 @@ from candlefire_pipeline.embedding.embedders import (
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
+    embedder_for,
     load_embedder,
-    logical_model_id,
 )
+from candlefire_pipeline.embedding.model_files import embedding_identity, logical_model_id
+from candlefire_pipeline.embedding.progress import Progress, ProgressTracker
 from candlefire_pipeline.embedding.stage import EmbeddingSummary, write_embeddings
 
 __all__ = [
@@ -17,7 +19,11 @@ __all__ = [
     "EmbeddingCache",
     "EmbeddingSummary",
     "HashingEmbedder",
+    "Progress",
+    "ProgressTracker",
     "SentenceTransformerEmbedder",
+    "embedder_for",
+    "embedding_identity",
     "load_embedder",
     "logical_model_id",
     "write_embeddings",

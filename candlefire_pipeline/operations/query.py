@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.embedding import load_embedder
+from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
@@ -13,7 +13,7 @@ from candlefire_pipeline.settings import Settings
 def run_query(
     settings: Settings, backend_name: str, text: str, entities: list[str], terms: list[str]
 ) -> Retrieval:
-    embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+    embedder = embedder_for(settings, "query")
     if backend_name == "memory":
         backend = build_oracle(settings, embedder)
     else:
