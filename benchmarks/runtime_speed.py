@@ -97,6 +97,8 @@ def bulk(
     calls = {}
     for size in batch_sizes:
         for runtime, model in embedders(settings, runtimes, size).items():
+            if hasattr(model, "max_tokens"):  # ONNX bounds tokens per call: `size` full texts
+                model.max_tokens = size * model.encoder.max_seq_length
             model.embed(texts[:size])  # warm-up at this batch shape
             calls[(runtime, size)] = (lambda m: lambda: m.embed(texts))(model)
     return interleaved(calls, repeats)

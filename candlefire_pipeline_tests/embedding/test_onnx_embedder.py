@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.embedding import Embedder, load_embedder
-from candlefire_pipeline.embedding.onnx_embedder import OnnxEmbedder
+from candlefire_pipeline.embedding.onnx_embedder import OnnxEmbedder, token_batches
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID
 from candlefire_pipeline_tests.embedding.test_embedders import ALS_TEXTS
 from candlefire_pipeline_tests.embedding.tiny_model import TINY_DIM
@@ -129,3 +129,26 @@ def test_the_onnx_paths_never_import_torch(minilm_onnx, onnx_dir, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "HEAVY []" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("lengths", "max_texts", "max_tokens", "groups"),
+    [
+        ([], 4, 100, []),
+        ([5] * 13, 64, 4096, [range(0, 13)]),  # a query + 12 names: one call
+        ([256] * 40, 64, 4096, [range(0, 16), range(16, 32), range(32, 40)]),
+        ([10] * 10, 4, 4096, [range(0, 4), range(4, 8), range(8, 10)]),
+        ([300, 10, 10], 8, 200, [range(0, 1), range(1, 3)]),  # over budget alone: still embedded
+        ([10, 10, 90], 8, 100, [range(0, 2), range(2, 3)]),  # padding to 90 would cost 270
+    ],
+)
+def test_token_batches_bound_padded_tokens(lengths, max_texts, max_tokens, groups):
+    result = token_batches(lengths, max_texts, max_tokens)
+    assert result == groups
+    assert [i for g in result for i in g] == list(range(len(lengths)))
+
+
+def test_a_small_token_budget_changes_no_vector(minilm_onnx, onnx_dir):
+    tight = OnnxEmbedder(DEFAULT_MODEL_ID, onnx_dir, max_tokens=64)
+    np.testing.assert_allclose(tight.embed(ALS_TEXTS), minilm_onnx.embed(ALS_TEXTS), atol=1e-5)
+    assert minilm_onnx.max_tokens == 16 * 256
