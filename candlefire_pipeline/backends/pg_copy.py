@@ -9,7 +9,7 @@ all fields of a row, so the joined array's data buffer IS the COPY payload of th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -99,9 +99,16 @@ def encode_rows(rows: pa.Table) -> pa.Buffer:
     return joined.buffers()[2][start:end]
 
 
-def copy_payload(rows: pa.Table) -> Iterator[pa.Buffer | bytes]:
-    """The whole binary COPY stream for rows: header, tuples slice by slice, trailer."""
+def copy_payload(
+    rows: pa.Table, progress: Callable[[int], None] | None = None
+) -> Iterator[pa.Buffer | bytes]:
+    """The whole binary COPY stream for rows: header, tuples slice by slice, trailer.
+
+    `progress` gets the rows handed over so far, each time the consumer asks for the next slice.
+    """
     yield HEADER
     for offset in range(0, rows.num_rows, SLICE_ROWS):
         yield encode_rows(rows.slice(offset, SLICE_ROWS))
+        if progress is not None:
+            progress(min(offset + SLICE_ROWS, rows.num_rows))
     yield TRAILER

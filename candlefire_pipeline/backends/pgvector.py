@@ -14,7 +14,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from candlefire_pipeline.backends import common, pg_sql
-from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow
+from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg_copy import copy_payload
 from candlefire_pipeline.settings import redact_dsn
@@ -28,7 +28,7 @@ EXTENSIONS = ("vector", "pg_trgm")
 BUILD_MEMORY = "512MB"
 
 
-def connect(dsn: str) -> psycopg.Connection:
+def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
     """An autocommit connection; failures name the server, never the password."""
     try:
         password = conninfo_to_dict(dsn).get("password") or ""
@@ -39,7 +39,7 @@ def connect(dsn: str) -> psycopg.Connection:
     if password is None:
         raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=15)
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
     except psycopg.Error as exc:
         reason = str(exc).replace(password, "***") if password else str(exc)
         raise BackendUnavailableError(
@@ -158,7 +158,7 @@ class PgVectorBackend:
         self._ready = None
 
     # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table) -> int:
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         dim = common.rows_dim(rows)
         if rows.num_rows == 0:
             common.check_dim(self.stored_model(), dim)
@@ -170,16 +170,16 @@ class PgVectorBackend:
             self._lock()
             self._fix_model(model_id, dim)
             if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
-                self._bulk_load(rows)
+                self._bulk_load(rows, progress)
             else:
                 self.conn.execute(
                     sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
                     [pmids],
                 )
-                self._copy(rows)
+                self._copy(rows, progress=progress)
         return rows.num_rows
 
-    def _bulk_load(self, rows: pa.Table) -> None:
+    def _bulk_load(self, rows: pa.Table, progress: RowProgress | None = None) -> None:
         """First full build: load without secondary indexes, then build them once."""
         log.info("bulk load of %d rows into empty %s", rows.num_rows, self.names.table)
         # TRUNCATE (the table is empty) lets COPY FREEZE skip later freezing; with
@@ -187,7 +187,7 @@ class PgVectorBackend:
         self.conn.execute(sql.SQL("TRUNCATE {t}").format(t=self.names.ident()))
         for statement in pg_sql.drop_indexes(self.names):
             self.conn.execute(statement)
-        self._copy(rows, freeze=True)
+        self._copy(rows, freeze=True, progress=progress)
         self.conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
         self._create_indexes()
 
@@ -195,9 +195,11 @@ class PgVectorBackend:
         query = sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {t})").format(t=self.names.ident())
         return self.conn.execute(query).fetchone()[0]
 
-    def _copy(self, rows: pa.Table, freeze: bool = False) -> None:
+    def _copy(
+        self, rows: pa.Table, freeze: bool = False, progress: RowProgress | None = None
+    ) -> None:
         with self.conn.cursor() as cur, cur.copy(pg_sql.copy_into(self.names, freeze)) as copy:
-            for block in copy_payload(rows):
+            for block in copy_payload(rows, progress):
                 copy.write(block)
 
     def _create_indexes(self) -> None:
@@ -238,6 +240,12 @@ class PgVectorBackend:
 
     def chunk_hashes(self) -> dict[str, str]:
         return dict(self._select("SELECT chunk_id, content_hash FROM {t}"))
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        if pmids is None:
+            return common.group_chunks(self._select("SELECT pmid, chunk_id, content_hash FROM {t}"))
+        query = "SELECT pmid, chunk_id, content_hash FROM {t} WHERE pmid = ANY(%s)"
+        return common.group_chunks(self._select(query, [list(pmids)]))
 
     def has_paper(self, pmid: str) -> bool:
         rows = self._select("SELECT EXISTS (SELECT 1 FROM {t} WHERE pmid = %s)", [pmid])

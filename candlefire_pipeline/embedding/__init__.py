@@ -10,7 +10,6 @@ from candlefire_pipeline.embedding.embedders import (
     load_embedder,
 )
 from candlefire_pipeline.embedding.model_files import embedding_identity, logical_model_id
-from candlefire_pipeline.embedding.progress import Progress, ProgressTracker
 from candlefire_pipeline.embedding.stage import EmbeddingSummary, write_embeddings
 
 __all__ = [
@@ -19,8 +18,6 @@ __all__ = [
     "EmbeddingCache",
     "EmbeddingSummary",
     "HashingEmbedder",
-    "Progress",
-    "ProgressTracker",
     "SentenceTransformerEmbedder",
     "embedder_for",
     "embedding_identity",

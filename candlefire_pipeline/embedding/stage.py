@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from candlefire_pipeline.corpus.schema import embedding_schema
 from candlefire_pipeline.embedding.cache import EmbeddingCache
 from candlefire_pipeline.embedding.embedders import Embedder
-from candlefire_pipeline.embedding.progress import ProgressTracker
+from candlefire_pipeline.progress import DEFAULT_INTERVAL_S, ProgressMeter
 
 logger = logging.getLogger(__name__)
 
@@ -130,12 +130,13 @@ def write_embeddings(
     cache: EmbeddingCache,
     read_batch: int = 1024,
     progress: Callable[[str], None] | None = None,
-    progress_interval: float = 10.0,
+    progress_interval: float = DEFAULT_INTERVAL_S,
 ) -> EmbeddingSummary:
     """Write embeddings.parquet aligned row for row with chunks.parquet; embed cache misses only.
 
     Streams `read_batch` rows at a time, so memory does not grow with the file. `progress` gets
-    a line (done/total, cached, rate, ETA) every `progress_interval` seconds and one at the end.
+    a line (done/total, rate, ETA) after the first batch, then every `progress_interval`
+    seconds, and one at the end; the summary carries the final figures.
     """
     chunks_file = pq.ParquetFile(chunks_path)
     missing = set(_READ_COLUMNS) - set(chunks_file.schema_arrow.names)
@@ -150,8 +151,12 @@ def write_embeddings(
         if progress is not None:
             progress(message)
 
-    tracker = ProgressTracker(
-        "embeddings", chunks_file.metadata.num_rows, report, interval=progress_interval
+    meter = ProgressMeter(
+        "embeddings",
+        chunks_file.metadata.num_rows,
+        report,
+        unit="chunks",
+        interval_s=progress_interval,
     )
     model_timer = [0.0]
     embedded = 0
@@ -161,11 +166,11 @@ def write_embeddings(
                 vectors, fresh = _batch_vectors(batch, embedder, cache, model_timer)
                 writer.write_table(_embedding_table(batch, vectors, embedder, schema))
                 embedded += fresh
-                tracker.advance(batch.num_rows, reused=batch.num_rows - fresh)
+                meter.update(meter.done + batch.num_rows)
         os.replace(tmp_path, out_path)
     finally:
         tmp_path.unlink(missing_ok=True)
-    final = tracker.finish()
+    final = meter.finish()
     return EmbeddingSummary(
         chunks=final.done,
         embedded=embedded,
@@ -176,5 +181,5 @@ def write_embeddings(
         dim=embedder.dim,
         runtime=getattr(embedder, "runtime", "unknown"),
         model_seconds=model_timer[0],
-        progress_reports=tracker.reports,
+        progress_reports=meter.reports,
     )

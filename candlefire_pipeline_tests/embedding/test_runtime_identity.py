@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import dagster as dg
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
 from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.defs.versions import embedding_code_version
 from candlefire_pipeline.embedding import EmbeddingCache, embedding_identity, write_embeddings
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
@@ -33,6 +35,20 @@ INT8_ID = f"{DEFAULT_MODEL_ID}@onnx-int8"
 )
 def test_identity_per_runtime(model_id, runtime, identity):
     assert embedding_identity(model_id, runtime) == identity
+
+
+@pytest.mark.parametrize(
+    ("runtime_a", "runtime_b", "same"),
+    [("torch", "onnx", True), ("onnx", "onnx-int8", False), ("torch", "onnx-int8", False)],
+)
+def test_the_embedding_code_version_follows_the_vectors(runtime_a, runtime_b, same):
+    base = Settings.from_env()
+    a, b = (
+        embedding_code_version(replace(base, embed_runtime_query=r, embed_runtime_bulk=r))
+        for r in (runtime_a, runtime_b)
+    )
+    assert (a == b) is same
+    assert f"model={base.model_id}" in a
 
 
 def test_an_unknown_runtime_has_no_identity():
