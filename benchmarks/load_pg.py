@@ -56,10 +56,10 @@ class TimedIndexBackend(PgVectorBackend):
         self.index_seconds: dict[str, float] = {}
         super().__init__(dsn, table=table, **kwargs)
 
-    def _create_indexes(self) -> None:
+    def _create_indexes(self, dim: int) -> None:
         if not self.build_indexes:
             return
-        for statement in pg_sql.create_indexes(self.names, self.hnsw_m, self.hnsw_ef_construction):
+        for statement in self._index_statements(dim):
             text = statement.as_string(self.conn)
             kind = "HNSW" if "hnsw" in text else "trigram GIN" if "gin" in text else "btree"
             started = time.perf_counter()

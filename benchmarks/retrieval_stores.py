@@ -10,12 +10,11 @@ import pyarrow as pa
 from psycopg import sql
 
 from benchmarks.retrieval_data import bench_dir
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.chroma import ChromaBackend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +31,10 @@ def embedded_postgres():
         server.stop()
 
 
-def open_store(name: str, dsn: str, label: str, ef_search: int | None = None):
+def open_store(name: str, dsn: str, label: str, ann: PgAnnSettings | None = None):
     if name == "pgvector":
-        # the product's default unless a sweep asks for another value
-        ef_search = ef_search or Settings.from_env().hnsw_ef_search
-        return PgVectorBackend(dsn, table=label, ef_search=ef_search)
+        # the product's settings unless a sweep asks for others
+        return PgVectorBackend(dsn, table=label, ann=ann or Settings.from_env().pg_ann)
     if name == "chroma":
         return ChromaBackend(path=bench_dir() / "chroma", collection=label)
     return MemoryBackend()
@@ -76,6 +74,6 @@ def without_trigram_index(store: PgVectorBackend):
 def ensure_indexes(store: PgVectorBackend) -> None:
     """Create any missing secondary index (IF NOT EXISTS), e.g. after an interrupted run."""
     store.conn.execute("SELECT set_config('maintenance_work_mem', '512MB', false)")
-    for statement in pg_sql.create_indexes(store.names, store.hnsw_m, store.hnsw_ef_construction):
+    for statement in store._index_statements(store.stored_model()[1]):
         store.conn.execute(statement)
     store.conn.execute(sql.SQL("ANALYZE {}").format(store.names.ident()))

@@ -1,0 +1,115 @@
+"""Writing rows into the chunks table: binary COPY, and the first full build of an empty table.
+
+A first build runs inside the caller's transaction: the table is stripped to its columns
+(TRUNCATE gives it a new file, so COPY FREEZE writes rows pre-frozen and, with wal_level=minimal,
+without WAL), loaded, and only then indexed. A crash anywhere before COMMIT rolls all of it back
+to the empty table, which the next run builds again.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+import psycopg
+import pyarrow as pa
+from psycopg import sql
+
+from candlefire_pipeline.backends import pg_sql
+from candlefire_pipeline.backends.pg_copy import copy_payload
+
+T = TypeVar("T")
+_DONE = object()
+
+#: Index builds get this much memory: an HNSW graph that does not fit is built far slower.
+BUILD_MEMORY = "1GB"
+#: Parallel workers per index build (HNSW and GIN build in parallel on PostgreSQL 18).
+BUILD_WORKERS = 2
+#: Rows per encoded COPY slice (~3 MB at 384 dims): the unit of encode/send overlap.
+COPY_SLICE_ROWS = 1024
+#: Encoded slices waiting to be sent: bounds the memory the encoder thread runs ahead with.
+PREFETCH_SLICES = 2
+
+
+def copy_rows(
+    conn: psycopg.Connection,
+    names: pg_sql.Names,
+    rows: pa.Table,
+    vector_type: str,
+    freeze: bool = False,
+) -> None:
+    """Binary COPY of validated rows, the next slice encoded while this one is sent.
+
+    Encoding and sending one after the other left the server idle while the client encoded
+    (and the client idle while the server ingested): 0.82x the per-row documented COPY, which
+    interleaves the two in 32 KB steps. Arrow and numpy release the GIL, so a thread overlaps them.
+    """
+    statement = pg_sql.copy_into(names, freeze)
+    slices = copy_payload(rows, vector_type, COPY_SLICE_ROWS)
+    with conn.cursor() as cur, cur.copy(statement) as copy:
+        for block in prefetched(slices, PREFETCH_SLICES):
+            copy.write(block)
+
+
+def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
+    """items, produced by a thread running up to `depth` ahead; its exceptions re-raised here."""
+    ahead: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                ahead.put(item)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            ahead.put(exc)
+            return
+        ahead.put(_DONE)
+
+    worker = threading.Thread(target=produce, name="copy-encoder", daemon=True)
+    worker.start()
+    try:
+        while (item := ahead.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                ahead.get_nowait()
+            except queue.Empty:
+                worker.join(0.01)
+
+
+def strip_table(conn: psycopg.Connection, names: pg_sql.Names) -> None:
+    """Empty the table into a new file and drop every index, the primary key's too."""
+    conn.execute(sql.SQL("TRUNCATE {t}").format(t=names.ident()))
+    for statement in pg_sql.drop_indexes(names):
+        conn.execute(statement)
+    conn.execute(
+        sql.SQL("ALTER TABLE {t} DROP CONSTRAINT IF EXISTS {k}").format(
+            t=names.ident(), k=names.pkey
+        )
+    )
+
+
+def restore_primary_key(conn: psycopg.Connection, names: pg_sql.Names) -> None:
+    """One sorted build of the primary key instead of one btree insert per loaded row."""
+    conn.execute(
+        sql.SQL("ALTER TABLE {t} ADD CONSTRAINT {k} PRIMARY KEY (chunk_id)").format(
+            t=names.ident(), k=names.pkey
+        )
+    )
+
+
+def use_build_resources(conn: psycopg.Connection) -> None:
+    """Memory and parallel workers for the index builds, for this transaction only."""
+    conn.execute(
+        "SELECT set_config('maintenance_work_mem', %s, true), "
+        "set_config('max_parallel_maintenance_workers', %s, true)",
+        [BUILD_MEMORY, str(BUILD_WORKERS)],
+    )
