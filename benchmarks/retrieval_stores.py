@@ -12,6 +12,7 @@ from psycopg import sql
 from benchmarks.retrieval_data import bench_dir
 from candlefire_pipeline.backends.chroma import ChromaBackend
 from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.pg_layout import StoreLayoutError
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.settings import PgAnnSettings, Settings
@@ -42,10 +43,14 @@ def open_store(name: str, dsn: str, label: str, ann: PgAnnSettings | None = None
 
 def load(store, rows: pa.Table, model_id: str, dim: int) -> float:
     """Fill the store with rows unless it already holds exactly them; returns load seconds."""
-    if store.stored_model() == (model_id, dim) and store.count() == rows.num_rows:
-        logger.info("%s already holds %d rows, reusing", store.name, rows.num_rows)
-        return 0.0
-    if store.count():
+    try:
+        if store.stored_model() == (model_id, dim) and store.count() == rows.num_rows:
+            logger.info("%s already holds %d rows, reusing", store.name, rows.num_rows)
+            return 0.0
+        stale = store.count() > 0
+    except StoreLayoutError:  # built with another vector type / quantization
+        stale = True
+    if stale:
         store.reset()
     start = time.perf_counter()
     store.ensure_schema(model_id, dim)

@@ -27,8 +27,8 @@ _DONE = object()
 BUILD_MEMORY = "1GB"
 #: Parallel workers per index build (HNSW and GIN build in parallel on PostgreSQL 18).
 BUILD_WORKERS = 2
-#: Rows per encoded COPY slice (~3 MB at 384 dims): the unit of encode/send overlap.
-COPY_SLICE_ROWS = 1024
+#: Rows per encoded COPY slice (~12 MB at 384 dims): the unit of encode/send overlap.
+COPY_SLICE_ROWS = 4096
 #: Encoded slices waiting to be sent: bounds the memory the encoder thread runs ahead with.
 PREFETCH_SLICES = 2
 
