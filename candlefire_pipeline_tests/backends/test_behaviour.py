@@ -223,3 +223,14 @@ def test_substring_candidates_are_in_semantic_order(backend):
         expected = float(vectors[i] @ query)
         assert row["similarity"] == pytest.approx(expected, abs=similarity_tolerance(backend))
     assert np.isclose(found[0]["similarity"], 1.0, atol=1e-5)
+
+
+def test_stage_hint_is_checked_and_keeps_the_answer(backend):
+    vectors = unit_vectors(12, DIM, seed=5)
+    backend.replace_papers(make_rows([chunk(str(i)) for i in range(12)], vectors))
+    plain = backend.semantic_candidates(vectors[:3], 4)
+    for stage in (None, "semantic", "entities"):
+        hinted = backend.semantic_candidates(vectors[:3], 4, stage=stage)
+        assert [ids(h) for h in hinted] == [ids(p) for p in plain]
+    with pytest.raises(ValueError, match="stage must be one of"):
+        backend.semantic_candidates(vectors[:1], 4, stage="keyword")
