@@ -38,7 +38,13 @@ from benchmarks.retrieval_stores import (
     open_store,
 )
 from benchmarks.retrieval_sweep import sweep
-from benchmarks.retrieval_workload import MemoEmbedder, Workload, answer_all, latency_workload
+from benchmarks.retrieval_workload import (
+    ExactAnnOracle,
+    MemoEmbedder,
+    Workload,
+    answer_all,
+    latency_workload,
+)
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
@@ -128,7 +134,8 @@ def latency(embedder, dsn: str, args) -> list[str]:
 def oracle_and_requests(work: Workload, embedder, dsn: str, n: int):
     stores, _ = open_latency_stores(work, embedder, dsn, ("pgvector", "memory"))
     requests = work.requests(n)
-    oracle = answer_all(Retriever(stores["memory"], embedder), requests)
+    exact = ExactAnnOracle(stores["memory"], stores["pgvector"])
+    oracle = answer_all(Retriever(exact, embedder), requests)
     return stores, requests, oracle
 
 

@@ -89,8 +89,9 @@ def sweep(dsn: str, table: str, base: PgAnnSettings, embedder, requests, oracle)
     lines = [
         f"Per-stage `hnsw.ef_search` sweep on pgvector, {len(requests)} full `retrieve()` requests"
         " (query + 12 entity names + 3 terms, embeddings memoized so only the store is timed);"
-        " recall@15 of the FINAL list (and of each stage's PMID list) against the exact oracle"
-        " (memory backend) on the same requests. One stage varies, the other stays at"
+        " recall@15 of the FINAL list (and of each stage's PMID list) against the same requests"
+        " with exact ANN (memory backend; keyword and grounding are exact on pgvector already)."
+        " One stage varies, the other stays at"
         f" {max(SEMANTIC_EFS)}. The keyword stage never walks the HNSW graph (trigram filter,"
         " then an exact sort), so it has no ef_search.",
         "",

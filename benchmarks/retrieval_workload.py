@@ -56,6 +56,27 @@ class MemoEmbedder:
         return np.stack([self._memo[t] for t in texts])
 
 
+class ExactAnnOracle:
+    """The exact memory backend for every ANN call; the pgvector store for the substring paths.
+
+    Only the ANN stages differ between pgvector and exact search: its keyword fetch (trigram
+    filter, then an exact sort) and grounding are exact already (their agreement with the memory
+    backend is checked in the latency part). The memory backend's Python substring scan costs
+    ~2 s per request at 62k chunks, which made a 200-request sweep oracle take most of an hour.
+    """
+
+    name = "exact-ann oracle"
+
+    def __init__(self, memory, store) -> None:
+        self._memory, self._store = memory, store
+
+    def semantic_candidates(self, vectors, n, where=None, stage=None):
+        return self._memory.semantic_candidates(vectors, n, where, stage)
+
+    def __getattr__(self, attribute: str):
+        return getattr(self._store, attribute)
+
+
 def final_recall(answers: Sequence, oracle_answers: Sequence) -> float:
     """Mean recall@15 of the final retrieve() PMIDs against the exact oracle's final PMIDs."""
     pairs = zip(answers, oracle_answers, strict=True)
