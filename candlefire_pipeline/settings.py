@@ -67,10 +67,11 @@ class PgAnnSettings:
     quantization: str = "none"
     #: binary quantization re-ranks n x this many Hamming candidates by exact cosine
     rerank_factor: int = 10
-    #: semantic stage (top 40 chunks of one query): 100 gave ANN recall@15 0.972 at 62k chunks
-    ef_search: int = 400
-    #: entity fan-out (top 10 per name, 12 names in one statement)
-    ef_search_entities: int = 400
+    #: semantic stage (top 40 chunks of one query) and entity fan-out (top 10 per name): the
+    #: smallest values keeping recall@15 of the final retrieve() list >= 0.995 in the 62k sweep
+    #: (0.994 together; docs/BENCHMARKS.md); 100 / 20 lose 1-2% of the final list
+    ef_search: int = 200
+    ef_search_entities: int = 40
     #: filtered ANN queries keep walking the graph until they have n rows (pgvector >= 0.8)
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20_000
