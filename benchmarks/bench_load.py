@@ -28,6 +28,7 @@ from benchmarks.load_pg import PgLoads, Timing
 from benchmarks.load_rows import synthetic_rows
 from benchmarks.machine_load import LoadSampler
 from candlefire_pipeline.backends import pg_bulk
+from candlefire_pipeline.backends.common import rows_dim
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.settings import Settings
 
@@ -90,9 +91,12 @@ def measure_full_build(pg: PgLoads, rows: pa.Table, settings: Settings) -> dict:
         ann=settings.pg_ann,
     )
     result = {"total": seconds.wall, **backend.index_seconds}
+    ann = settings.pg_ann
+    indexed = "bit" if ann.quantization == "binary" else ann.vector_type
+    memory = pg_bulk.build_memory_mb(rows.num_rows, rows_dim(rows), indexed)
     result["settings"] = (
         f"HNSW m {settings.hnsw_m} / ef_construction {settings.hnsw_ef_construction},"
-        f" {settings.pg_ann.vector_type}, maintenance_work_mem {pg_bulk.BUILD_MEMORY},"
+        f" {ann.vector_type}, quantization {ann.quantization}, maintenance_work_mem {memory} MB,"
         f" {pg_bulk.BUILD_WORKERS} parallel maintenance workers"
     )
     backend.close()

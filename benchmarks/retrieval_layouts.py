@@ -67,8 +67,9 @@ def build_times(store: PgVectorBackend, dim: int, total: int) -> list[tuple[int,
         count = store.conn.execute(
             sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(t=store.names.ident(), w=where)
         ).fetchone()[0]
+        indexed = "bit" if store.layout.quantization == "binary" else store.layout.vector_type
         with store.conn.transaction():
-            pg_bulk.use_build_resources(store.conn)
+            pg_bulk.use_build_resources(store.conn, pg_bulk.build_memory_mb(count, dim, indexed))
             started = time.perf_counter()
             store.conn.execute(statement)
             seconds = time.perf_counter() - started
@@ -148,7 +149,7 @@ def compare(dsn, rows, memory, embedder, requests, oracle, base: PgAnnSettings, 
         lines += [
             "",
             "HNSW build time by corpus size (m / ef_construction from settings, 2 parallel"
-            " maintenance workers, maintenance_work_mem from the first-build path):",
+            " maintenance workers, maintenance_work_mem sized to the graph as in a first build):",
             "",
             "| layout | rows in graph | build s | index MB |",
             "|---|---|---|---|",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
@@ -9,6 +11,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.settings import redact_dsn
+
+log = logging.getLogger(__name__)
 
 EXTENSIONS = ("vector", "pg_trgm")
 
@@ -56,4 +60,12 @@ def open_connection(dsn: str) -> psycopg.Connection:
         raise BackendUnavailableError(
             f"Postgres at {redact_dsn(dsn)} cannot provide pgvector + pg_trgm: {exc}"
         ) from None
+    conn.add_notice_handler(_log_pgvector_notice)
     return conn
+
+
+def _log_pgvector_notice(notice: psycopg.errors.Diagnostic) -> None:
+    """pgvector's build notices (e.g. the HNSW graph spilling out of memory) reach the log."""
+    message = notice.message_primary or ""
+    if message.startswith(("hnsw ", "ivfflat ")):
+        log.warning("pgvector: %s", message)

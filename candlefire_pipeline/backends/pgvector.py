@@ -162,7 +162,9 @@ class PgVectorBackend:
         pg_bulk.strip_table(self.conn, self.names)
         pg_bulk.copy_rows(self.conn, self.names, rows, self.layout.vector_type, freeze=True)
         pg_bulk.restore_primary_key(self.conn, self.names)
-        pg_bulk.use_build_resources(self.conn)
+        indexed = "bit" if self.layout.quantization == "binary" else self.layout.vector_type
+        memory = pg_bulk.build_memory_mb(rows.num_rows, dim, indexed)
+        pg_bulk.use_build_resources(self.conn, memory)
         self._create_indexes(dim)
 
     def _is_empty(self) -> bool:

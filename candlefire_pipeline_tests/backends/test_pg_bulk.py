@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -10,7 +11,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from candlefire_pipeline.backends.pg_bulk import prefetched
+from candlefire_pipeline.backends import pg_bulk
+from candlefire_pipeline.backends.pg_bulk import BUILD_MEMORY_MAX_MB, build_memory_mb, prefetched
 from candlefire_pipeline.settings import PgAnnSettings
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_vectors
 
@@ -100,3 +102,32 @@ def test_first_build_leaves_the_primary_key_enforcing(make_backend):
     )
     with pytest.raises(psycopg.errors.UniqueViolation):
         store.conn.execute(duplicate)
+
+
+@pytest.mark.parametrize(
+    ("rows", "dim", "indexed", "expected"),
+    [
+        (0, 384, "vector", 64),
+        (5_000, 384, "vector", 64),
+        (62_196, 384, "vector", 256),  # measured: a 64 MB graph spills after 28,353 rows
+        (62_196, 384, "halfvec", 256),
+        (62_196, 384, "bit", 128),
+        (62_196, 768, "vector", 512),
+        (36_000_000, 384, "vector", 1024),  # capped: a build this big spills to disk
+    ],
+)
+def test_build_memory_is_sized_to_the_graph(rows, dim, indexed, expected):
+    assert build_memory_mb(rows, dim, indexed) == expected
+    graph = rows * (dim * {"vector": 4, "halfvec": 2, "bit": 1 / 8}[indexed] + 700) / 2**20
+    assert expected >= min(graph, BUILD_MEMORY_MAX_MB)
+
+
+def test_a_graph_spilling_out_of_memory_is_logged(make_backend, monkeypatch, caplog):
+    monkeypatch.setattr(pg_bulk, "build_memory_mb", lambda rows, dim, indexed: 1)
+    store = make_backend("pgvector", bulk_rebuild_rows=100)
+    with caplog.at_level(logging.WARNING, logger="candlefire_pipeline.backends.pg_connect"):
+        store.replace_papers(
+            make_rows([chunk(str(i)) for i in range(3_000)], unit_vectors(3_000, 8))
+        )
+    assert any("hnsw graph no longer fits" in r.getMessage() for r in caplog.records)
+    assert store.count() == 3_000
