@@ -1,7 +1,7 @@
 """Retrieval quality (SciFact), full-retrieve latency, per-stage ef sweep and layouts at 62k chunks.
 
 Run: .venv/bin/python -m benchmarks.bench_retrieval [--parts quality,latency,sweep,layouts]
-     [--requests 60] [--sweep-requests 200] [--no-builds]
+     [--requests 60] [--sweep-requests 200] [--no-builds] [--rebuild]
 Stores and embeddings are cached under data/bench_retrieval (CANDLEFIRE_BENCH_DIR); each part
 keeps its latest figures there, so a run of one part does not drop the others.
 """
@@ -156,7 +156,7 @@ def layouts_part(embedder, dsn: str, args) -> list[str]:
     stores, requests, oracle = oracle_and_requests(work, memo, dsn, args.requests)
     lines = compare(
         dsn, work.rows, stores["memory"], memo, requests, oracle, Settings.from_env().pg_ann,
-        builds=not args.no_builds,
+        builds=not args.no_builds, rebuild=args.rebuild,
     )  # fmt: skip
     for store in stores.values():
         store.close()
@@ -172,6 +172,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--sweep-requests", dest="sweep", type=int, default=200)
     parser.add_argument("--no-builds", action="store_true", help="skip HNSW builds by size")
+    parser.add_argument("--rebuild", action="store_true", help="first-build every layout table")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]

@@ -102,16 +102,20 @@ def measure_layout(store, embedder, requests, oracle, qvecs, exact) -> dict:
     }
 
 
-def compare(dsn, rows, memory, embedder, requests, oracle, base: PgAnnSettings, builds: bool):
-    """Markdown lines of the layout comparison (tables are built once and cached)."""
+def compare(
+    dsn, rows, memory, embedder, requests, oracle, base: PgAnnSettings, builds: bool, rebuild: bool
+):
+    """Markdown lines of the layout comparison (tables cached unless `rebuild`)."""
     qvecs = embedder.embed([r.query for r in requests])
     exact = memory.semantic_candidates(qvecs, 15)
     dim = embedder.dim
     table_lines, build_lines = [], []
     for name, (vector_type, quantization, factors) in LAYOUTS.items():
-        label = "latency" if name == "vector" else f"layout_{name.replace('+', '_')}"
+        label = f"layout_{name.replace('+', '_')}"
         ann = replace(base, vector_type=vector_type, quantization=quantization)
         store = PgVectorBackend(dsn, table=label, ann=ann)
+        if rebuild:
+            store.reset()
         load_s = load(store, rows, embedder.model_id, dim)
         size = sizes(store)
         if builds:
