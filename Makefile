@@ -3,9 +3,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
+# `dg` checks that the active venv is the project's; make runs .venv's binaries directly
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test lint format ui install clean
+.PHONY: demo test lint format ui install browser clean
 
 install: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
@@ -21,22 +23,30 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	cp dagster.yaml $@
 
+# Debian's chromium + chromedriver for the UI tests; the same idempotent script CI runs (it does
+# nothing when both are installed).
+browser:
+	bash .ci/install-browser
+
 demo: install
 	$(BIN)/candlefire demo
 
-test: install
+test: install browser
 	$(BIN)/pytest -q -ra --durations=15 $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/dg check defs
 
 format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
 ui: install
-	$(BIN)/dagster dev -m candlefire_pipeline.definitions
+	$(BIN)/dg dev
 
 clean:
-	rm -rf $(DAGSTER_HOME) data/batches data/cache data/chroma data/reports data/serving_backend.json
+	rm -rf $(DAGSTER_HOME) data/batches data/cache data/chroma data/qdrant data/reports data/logs \
+		data/serving_backend.json data/serving_backend.json.lock \
+		data/serving_history_pending.jsonl data/ingested_drops.json data/ingested_drops.json.lock

@@ -1,55 +1,44 @@
-"""`candlefire`: demo, status, rollback, query, register-drops, fetch-pubmed."""
+"""`candlefire`: demo, status, rollback, promote, query, repair, register-drops, fetch-pubmed,
+create-reader-role."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 from candlefire_pipeline.settings import Settings, redact_dsn
 
-INGEST_ASSETS = "papers,chunks,embeddings,pgvector_chunks,chroma_chunks"
-PARITY_ASSETS = "parity_report,serving_backend"
+log = logging.getLogger("candlefire")
+#: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
+OPERATOR_COMMANDS = ("status", "rollback", "promote", "query")
 
 
-def _dagster(*args: str) -> None:
-    """Materialize through the Dagster CLI, as CI and operators do."""
-    cmd = [
-        str(Path(sys.executable).with_name("dagster")),
-        *args,
-        "-m",
-        "candlefire_pipeline.definitions",
-    ]
-    print("$", " ".join(cmd[1:]), flush=True)
-    subprocess.run(cmd, check=True)
-
-
-def register_drops(settings: Settings) -> list[str]:
-    """Add a dynamic partition for every drop file (what the sensor does on its own)."""
+def register_drops(settings: Settings, source: str = "register-drops") -> list[str]:
+    """A dynamic partition for every drop file, and the drops recorded as taken in: the drop
+    sensor launches nothing for them unless a file changes."""
     import dagster as dg
 
+    from candlefire_pipeline.corpus.drop_record import record_drops
     from candlefire_pipeline.corpus.drop_scan import scan_drops
     from candlefire_pipeline.corpus.drops import validate_batch_key
     from candlefire_pipeline.defs.partitions import ingest_batches
 
-    keys = [validate_batch_key(d.name) for d in scan_drops(settings.drops_dir)]
+    drops = scan_drops(settings.drops_dir)
+    keys = [validate_batch_key(d.name) for d in drops]
     with dg.DagsterInstance.get() as instance:
         known = set(instance.get_dynamic_partitions(ingest_batches.name))
         instance.add_dynamic_partitions(ingest_batches.name, [k for k in keys if k not in known])
+    record_drops(settings.drop_record_file, drops, source=source)
     return keys
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.corpus.demo import write_demo_drops
+    from candlefire_pipeline.cli_demo import run_demo
 
-    written = write_demo_drops(settings.drops_dir)
-    print(f"wrote {len(written)} demo drops to {settings.drops_dir}")
-    for key in register_drops(settings):
-        _dagster("asset", "materialize", "--select", INGEST_ASSETS, "--partition", key)
-    _dagster("asset", "materialize", "--select", PARITY_ASSETS)
-    return cmd_status(args, settings)
+    return run_demo(settings, lambda s: register_drops(s, source="candlefire demo"))
 
 
 def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
@@ -66,15 +55,41 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if status.reachable else 2
 
 
-def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.backends.pg_server import resolve_dsn
-    from candlefire_pipeline.operations.serving import record_state
+def _history_note(outcome) -> None:
+    """One line on stderr when the history could not reach Postgres (it is queued locally)."""
+    if outcome.history.pending:
+        print(
+            f"warning: {outcome.history.pending} serving history change(s) queued locally "
+            f"({outcome.history.warning or 'Postgres unreachable'}); replayed on the next "
+            "successful connection",
+            file=sys.stderr,
+        )
 
-    state = record_state(
-        settings.serving_file, resolve_dsn(settings), "chroma", None, args.reason or "rollback"
-    )
-    print(f"serving backend: {state.backend} (since {state.changed_at}: {state.reason})")
+
+def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.operations.serving_commands import rollback
+
+    outcome = rollback(settings, args.reason, args.by)
+    print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
+    _history_note(outcome)
     return 0
+
+
+def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.operations.serving import CHANGED, UNCHANGED
+    from candlefire_pipeline.operations.serving_commands import promote
+
+    outcome = promote(settings, args.reason, args.by, run_new_report=args.run_report)
+    decision = outcome.decision
+    if decision.outcome == CHANGED:
+        print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
+    elif decision.outcome == UNCHANGED:
+        print(f"serving backend: {outcome.state.backend} - nothing to do: {decision.message}")
+    else:
+        print(f"candlefire promote: refused, nothing changed: {decision.message}", file=sys.stderr)
+        print(f"serving backend stays {outcome.state.describe()}", file=sys.stderr)
+    _history_note(outcome)
+    return 1 if decision.outcome not in (CHANGED, UNCHANGED) else 0
 
 
 def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
@@ -92,9 +107,60 @@ def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.query import format_retrieval, run_query
 
-    retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
+    backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
+    if args.backend == "serving":
+        print(f"serving backend: {backend} (as the app reads it: switch + override)")
     print(format_retrieval(retrieval, args.term))
     return 0
+
+
+def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `candlefire fetch-pubmed`."""
+    from candlefire_pipeline.corpus.pubmed import DATE_TYPES
+
+    iso_date = date.fromisoformat
+    parser.add_argument("--query", required=True, help="PubMed query, e.g. 'SPG302 OR TDP-43'")
+    parser.add_argument("--since", required=True, type=iso_date, help="first date, YYYY-MM-DD")
+    parser.add_argument("--until", type=iso_date, help="last date, YYYY-MM-DD (default: today)")
+    parser.add_argument("--max", dest="max_records", type=int, help="fetch at most N records")
+    parser.add_argument("--batch-size", type=int, default=500, help="records per efetch request")
+    parser.add_argument("--datetype", choices=DATE_TYPES, default="edat", help="edat: added")
+    parser.add_argument("--drops-dir", type=Path, help="default: the configured drops folder")
+
+
+def cmd_fetch(args: argparse.Namespace, settings: Settings, transport=None) -> int:
+    """0 ok (also when nothing matched), 1 E-utilities failed, 2 bad input."""
+    from candlefire_pipeline.corpus.pubmed import PubmedFetchError, fetch_pubmed
+
+    options = {k: getattr(args, k) for k in ("until", "batch_size", "max_records", "datetype")}
+    credentials = {"api_key": settings.ncbi_api_key, "email": settings.ncbi_email}
+    drops_dir = args.drops_dir or settings.drops_dir
+    try:
+        result = fetch_pubmed(
+            args.query, args.since, drops_dir, **options, **credentials, transport=transport
+        )
+    except (ValueError, PubmedFetchError, OSError) as exc:
+        log.error("fetch-pubmed failed: %s", exc)
+        return 2 if isinstance(exc, ValueError) else 1
+    log.info("fetch-pubmed: %d requests, %d retries", result.requests, result.retries)
+    return 0
+
+
+def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when the store matches its ledger view (after --apply), 1 when it does not."""
+    from candlefire_pipeline.backends.factory import open_backend
+    from candlefire_pipeline.operations.repair import format_repair, repair_store
+
+    backend = open_backend(args.store, settings)
+    try:
+        report = repair_store(backend, settings.batches_dir, apply=args.apply)
+    except Exception as exc:  # noqa: BLE001 - a store failing mid-repair is a report, not a trace
+        print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        backend.close()
+    print(format_repair(report))
+    return 0 if report.converged else 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,8 +169,19 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="write the demo drops and run the whole DAG through the CLI")
     sub.add_parser("register-drops", help="add a partition for every file in the drops folder")
     sub.add_parser("status", help="serving backend, last parity report, store health")
-    rollback = sub.add_parser("rollback", help="serve from Chroma again, at once")
-    rollback.add_argument("--reason", default="")
+    rollback = sub.add_parser(
+        "rollback", help="serve from Chroma at once and pin it (no Postgres needed)"
+    )
+    rollback.add_argument("--reason", required=True, help="why (recorded in the history)")
+    rollback.add_argument("--by", default=None, help="who (default: the login name)")
+    promote = sub.add_parser(
+        "promote", help="serve from pgvector on a passing report (the only way out of a pin)"
+    )
+    promote.add_argument("--reason", required=True, help="why (recorded in the history)")
+    promote.add_argument("--by", default=None, help="who (default: the login name)")
+    promote.add_argument(
+        "--run-report", action="store_true", help="run a new parity report first and use it"
+    )
     reader = sub.add_parser("create-reader-role", help="a read-only Postgres role for serving")
     reader.add_argument("--role", default="candlefire_reader")
     reader.add_argument("--password-env", default="", help="env var holding the role's password")
@@ -112,10 +189,18 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("text")
     query.add_argument("--entity", action="append", default=[])
     query.add_argument("--term", action="append", default=[])
-    query.add_argument("--backend", choices=["pgvector", "chroma", "memory"], default="pgvector")
-    fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
-    from candlefire_pipeline.pubmed_fetch import add_fetch_arguments
+    query.add_argument(
+        "--backend",
+        choices=["serving", "pgvector", "chroma", "qdrant", "memory"],
+        default="serving",
+        help="serving (default) follows the switch exactly as the app does",
+    )
+    from candlefire_pipeline.backends.factory import BACKEND_NAMES
 
+    repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
+    repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
+    repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
+    fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     add_fetch_arguments(fetch)
     return parser
 
@@ -125,29 +210,37 @@ COMMANDS = {
     "register-drops": cmd_register,
     "status": cmd_status,
     "rollback": cmd_rollback,
+    "promote": cmd_promote,
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
+    "repair": cmd_repair,
+    "fetch-pubmed": cmd_fetch,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
-    if args.command == "fetch-pubmed":
-        from candlefire_pipeline.pubmed_fetch import main_fetch
-
-        return main_fetch(args)
-    settings = Settings.from_env()
+    try:
+        # a rollback must work even when a gate threshold in the environment is out of range
+        settings = Settings.from_env(parity=args.command != "rollback")
+    except ValueError as exc:
+        print(f"candlefire {args.command}: {exc}", file=sys.stderr)
+        return 2
     try:
         return COMMANDS[args.command](args, settings)
-    except subprocess.CalledProcessError as exc:
-        print(
-            f"candlefire {args.command}: a Dagster step failed ({exc.returncode})", file=sys.stderr
-        )
-        return 1
     except (OSError, ValueError, RuntimeError) as exc:
         print(
             f"candlefire {args.command}: {exc} (pg: {redact_dsn(settings.pg_dsn)})", file=sys.stderr
+        )
+        return 2
+    except Exception as exc:  # noqa: BLE001 - an operator gets one line, never a traceback
+        if args.command not in OPERATOR_COMMANDS:
+            raise
+        print(
+            f"candlefire {args.command}: {type(exc).__name__}: {exc} "
+            f"(pg: {redact_dsn(settings.pg_dsn)})",
+            file=sys.stderr,
         )
         return 2
 

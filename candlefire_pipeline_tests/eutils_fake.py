@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import defusedxml.ElementTree as SafeET
 
-from candlefire_pipeline import pubmed_fetch as pf
+from candlefire_pipeline.corpus import pubmed as pf
 
 RECORDED = Path(__file__).parent / "recorded"
 #: The PMIDs written into the recorded efetch answers, in order (3 in retstart0, 2 in retstart3).

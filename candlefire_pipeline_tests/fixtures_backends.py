@@ -4,8 +4,9 @@
 - `pg_dsn` (session): its DSN.
 - `pg_data_root()`: context manager giving a scratch dir usable for another EmbeddedPostgres.
 - `make_backend(name, substring_mode="like", **kwargs)`: a FRESH empty store per call — a
-  unique Postgres table (dropped at teardown), a fresh Chroma folder, or a new MemoryBackend.
-  `name` is "pgvector" | "chroma" | "memory"; kwargs go to the backend's constructor.
+  unique Postgres table (dropped at teardown), a fresh Chroma folder, a fresh Qdrant local-mode
+  folder, or a new MemoryBackend. `name` is one of BACKEND_NAMES or PG_LAYOUTS; kwargs go to the
+  backend's constructor.
 - `backend`: parametrized over BACKEND_NAMES and the PG_LAYOUTS variants of pgvector
   ("pgvector-halfvec", ...); one fresh store of each kind per test.
 - `make_rows(chunks, vectors, batch_key="b1", model_id="test", dim=None)`: a store_schema rows
@@ -150,6 +151,13 @@ def make_backend(request, tmp_path: Path) -> Iterator[Callable[..., object]]:
             store = ChromaBackend(
                 path=path, collection=f"c_{suffix}", substring_mode=substring_mode, **kwargs
             )
+        elif name == "qdrant":
+            from candlefire_pipeline.backends.qdrant import QdrantBackend
+
+            store = QdrantBackend(
+                path=tmp_path / f"qdrant_{suffix}", collection=f"q_{suffix}",
+                substring_mode=substring_mode, **kwargs,
+            )  # fmt: skip
         elif name == "memory":
             store = MemoryBackend(substring_mode=substring_mode, **kwargs)
         else:

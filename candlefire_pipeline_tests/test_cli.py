@@ -1,10 +1,15 @@
-"""The `candlefire` command: query on every backend, status and rollback."""
+"""The `candlefire` command: query on every backend, status, rollback and promote."""
+
+import shutil
 
 import dagster as dg
 import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
+from candlefire_pipeline.operations.serving import PINNED, PROMOTED, read_state
+from candlefire_pipeline.operations.serving_history import pending_entries
+from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 
 
@@ -27,8 +32,8 @@ def _query(capsys, backend: str) -> list[str]:
 
 
 def test_query_prints_the_same_ranking_and_grounding_on_every_backend(ingested, capsys):
-    outputs = {name: _query(capsys, name) for name in ("pgvector", "chroma", "memory")}
-    assert outputs["pgvector"] == outputs["chroma"] == outputs["memory"]
+    outputs = {name: _query(capsys, name) for name in ("pgvector", "chroma", "qdrant", "memory")}
+    assert outputs["pgvector"] == outputs["chroma"] == outputs["qdrant"] == outputs["memory"]
     lines = outputs["memory"]
     assert len([line for line in lines[1:] if not line.startswith("term")]) == 15
     assert "term 'SPG302': grounded in corpus=True" in "\n".join(lines)
@@ -39,6 +44,7 @@ def test_status_then_rollback_records_chroma(ingested, capsys):
     assert candlefire(["status"]) == 0
     out = capsys.readouterr().out
     assert "serving backend: chroma" in out and "pgvector:" in out and "chroma:" in out
+    assert "qdrant:" in out and "UNREACHABLE" not in out
     assert candlefire(["rollback", "--reason", "drill"]) == 0
     assert "serving backend: chroma" in capsys.readouterr().out
     assert ingested.serving_file.exists()
@@ -49,3 +55,61 @@ def test_status_fails_loudly_when_chroma_server_is_unreachable(ingested, capsys,
     monkeypatch.setenv("CANDLEFIRE_CHROMA_PORT", "9")  # discard port: nothing listens
     assert candlefire(["status"]) == 2
     assert "chroma: UNREACHABLE" in capsys.readouterr().out
+
+
+def test_the_operator_commands_walk_the_transition_table(ingested, capsys, monkeypatch):
+    """Each (state, operator event) of operations/serving.TRANSITIONS through the CLI."""
+    settings = ingested
+    for path in (settings.serving_file, settings.serving_pending_file):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(settings.reports_dir, ignore_errors=True)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = candlefire(list(args))
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err
+        return code, out, err
+
+    def state():
+        return read_state(settings.serving_file)
+
+    code, _, err = run("promote", "--reason", "go")  # never promoted, no report yet
+    assert code == 1 and "no parity report" in err and not settings.serving_file.exists()
+    code, out, _ = run("promote", "--reason", "go", "--run-report", "--by", "alice")
+    assert code == 0 and state().state == PROMOTED and "promoted on report" in out
+    code, out, _ = run("promote", "--reason", "again")
+    assert code == 0 and "nothing to do: already serving pgvector" in out
+    code, out, _ = run("rollback", "--reason", "incident 1", "--by", "bob")
+    assert code == 0 and state().state == PINNED and "PINNED by bob" in out
+
+    pinned = settings.serving_file.read_bytes()
+    code, _, err = run("promote", "--reason", "too early")  # the report predates the pin
+    assert code == 1 and "not newer than the pin" in err
+    monkeypatch.setenv("CANDLEFIRE_PARITY_MIN_CHUNKS", "1000000")  # stricter: the report fails
+    code, _, err = run("promote", "--reason", "still failing")
+    assert code == 1 and "fails gates: corpus_size" in err
+    monkeypatch.delenv("CANDLEFIRE_PARITY_MIN_CHUNKS")
+    monkeypatch.setenv("CANDLEFIRE_PG_DSN", f"postgresql://u@127.0.0.1:{procs.free_port()}/x")
+    code, _, err = run("promote", "--reason", "pgvector is down", "--run-report")
+    assert code == 1 and "pgvector is unreachable, nothing changed" in err
+    monkeypatch.setenv("CANDLEFIRE_PG_DSN", settings.pg_dsn)
+    assert settings.serving_file.read_bytes() == pinned  # no refusal wrote anything
+
+    code, _, _ = run("rollback", "--reason", "incident 2")
+    assert code == 0 and (state().state, state().reason) == (PINNED, "incident 2")
+    code, out, _ = run("promote", "--reason", "fixed", "--run-report", "--by", "alice")
+    assert code == 0 and (state().state, state().actor) == (PROMOTED, "alice")
+
+    settings.serving_file.unlink()  # a never-promoted deployment
+    code, _, _ = run("rollback", "--reason", "pin before anything happens")
+    assert code == 0 and state().state == PINNED
+    assert pending_entries(settings.serving_pending_file) == []  # Postgres took every change
+
+
+def test_fetch_pubmed_is_dispatched_like_every_command(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("CANDLEFIRE_DATA_DIR", str(tmp_path))
+    # invalid input is refused before any request: no network needed to see the dispatch
+    args = ["fetch-pubmed", "--query", "SOD1", "--since", "2025-01-01", "--batch-size", "0"]
+    assert candlefire(args) == 2
+    assert "batch_size must be 1..10000" in caplog.text
+    assert not (tmp_path / "drops").exists()

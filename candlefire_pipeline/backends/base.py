@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypedDict, runtime_checkable
 
@@ -14,6 +14,10 @@ RESULT_FIELDS = (
     "chunk_id", "pmid", "title", "year", "doi", "section", "chunk_index",
     "citation_count", "entity_names", "has_full_text", "document", "similarity",
 )  # fmt: skip
+
+
+#: Called by replace_papers with the running count of rows written (long loads report progress).
+RowProgress = Callable[[int], None]
 
 
 class ResultRow(TypedDict):
@@ -61,8 +65,11 @@ class VectorBackend(Protocol):
     def ensure_schema(self, model_id: str, dim: int) -> None:
         """Fix model and dim on first use; DimensionMismatchError on a later change."""
 
-    def replace_papers(self, rows: pa.Table) -> int:
-        """Delete every chunk of each pmid in rows, insert rows; return rows written."""
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
+        """Delete every chunk of each pmid in rows, insert rows; return rows written.
+
+        `progress`, when given, is called with the running count of rows written.
+        """
 
     def delete_papers(self, pmids: Sequence[str]) -> int:
         """Delete every chunk of these papers; return chunks deleted."""
@@ -75,6 +82,13 @@ class VectorBackend(Protocol):
 
     def chunk_hashes(self) -> dict[str, str]:
         """chunk_id -> content_hash of every stored chunk (consistency checks)."""
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        """pmid -> {chunk_id: content_hash} of the stored chunks (of these papers, when given).
+
+        Exactly what a paper holds now, stale and left-over chunks included: how a write that
+        was cut short, or a manual edit, is told apart from a paper that is up to date.
+        """
 
     def has_paper(self, pmid: str) -> bool: ...
 

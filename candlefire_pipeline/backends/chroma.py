@@ -9,7 +9,8 @@ An empty $contains string is rejected by Chroma; common.clean_variants rejects i
 
 replace_papers is not atomic (Chroma has no transactions): it upserts the new chunks first and
 deletes the paper's stale chunk ids afterwards, so a failure midway leaves the old and new
-chunks side by side (re-running the call repairs it), never a paper with no chunks.
+chunks side by side, never a paper with no chunks. Re-running the call repairs it; the next
+apply of any batch does so on its own (operations/indexing.py: intent markers, paper_chunks).
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import chromadb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from chromadb.config import Settings as ChromaSettings
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, ResultRow
-from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
+from candlefire_pipeline.backends.chroma_client import ChromaServerAccess, open_client
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +84,11 @@ class ChromaBackend:
         port: int = 8000,
         collection: str = "candlefire_chunks",
         substring_mode: str = "like",
+        token: str | None = None,
+        ssl: bool = False,
+        ca_bundle: Path | None = None,
     ) -> None:
+        """A local folder (`path`) or a server (`host`, `port`; `token` and TLS via a proxy)."""
         if common.check_substring_mode(substring_mode) == "ilike":
             raise ValueError(
                 "Chroma's $contains is case-sensitive: substring_mode 'ilike' cannot be honored "
@@ -95,20 +98,10 @@ class ChromaBackend:
             raise ValueError("ChromaBackend needs exactly one of path (local) or host (server)")
         self.substring_mode = substring_mode
         self.collection_name = collection
-        self._where = f"{host}:{port}" if host else str(path)
-        self._client = self._connect(path, host, port)
+        server = ChromaServerAccess(host, port, token, ssl, ca_bundle) if host else None
+        self._client = open_client(path, server)
         self._collection = self._open_collection()
         self._model: tuple[str, int] | None = None
-
-    def _connect(self, path: Path | None, host: str | None, port: int):
-        settings = ChromaSettings(anonymized_telemetry=False)
-        try:
-            if host:
-                return chromadb.HttpClient(host=host, port=port, settings=settings)
-            Path(path).mkdir(parents=True, exist_ok=True)
-            return chromadb.PersistentClient(path=str(path), settings=settings)
-        except Exception as exc:  # noqa: BLE001 - chroma raises many types for "unreachable"
-            raise BackendUnavailableError(f"cannot open Chroma at {self._where}: {exc}") from None
 
     def _open_collection(self):
         collection = self._client.get_or_create_collection(
@@ -149,7 +142,7 @@ class ChromaBackend:
         self._model = None
 
     # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table) -> int:
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         dim = common.rows_dim(rows)
         if rows.num_rows == 0:
             common.check_dim(self.stored_model(), dim)
@@ -167,6 +160,8 @@ class ChromaBackend:
                 documents=part["document"].to_pylist(),
                 metadatas=scalar_metadata(part),
             )
+            if progress is not None:
+                progress(start + part.num_rows)
         self._delete_ids(sorted(old_ids - set(rows["chunk_id"].to_pylist())))
         return rows.num_rows
 
@@ -203,17 +198,28 @@ class ChromaBackend:
 
     def paper_hashes(self, pmids: Sequence[str] | None = None) -> dict[str, str]:
         # a batch asks only for its own papers: a full scan reads every row's metadata
-        if pmids is None:
-            wheres: list[dict | None] = [None]
-        else:
-            wanted = sorted(set(pmids))
-            wheres = [{"pmid": {"$in": wanted[i : i + PAGE]}} for i in range(0, len(wanted), PAGE)]
         return {
             m["pmid"]: m["paper_hash"]
-            for w in wheres
+            for w in self._pmid_wheres(pmids)
             for p in self._pages(w)
             for m in p["metadatas"]
         }
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        rows = (
+            (m["pmid"], i, m["content_hash"])
+            for w in self._pmid_wheres(pmids)
+            for p in self._pages(w)
+            for i, m in zip(p["ids"], p["metadatas"], strict=True)
+        )
+        return common.group_chunks(rows)
+
+    def _pmid_wheres(self, pmids: Sequence[str] | None) -> list[dict | None]:
+        """Where-documents covering these pmids in pages of PAGE (one None: everything)."""
+        if pmids is None:
+            return [None]
+        wanted = sorted(set(pmids))
+        return [{"pmid": {"$in": wanted[i : i + PAGE]}} for i in range(0, len(wanted), PAGE)]
 
     def chunk_hashes(self) -> dict[str, str]:
         return {

@@ -158,6 +158,14 @@ def check_n(n: int) -> int:
     return int(n)
 
 
+def group_chunks(rows: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
+    """(pmid, chunk_id, content_hash) rows -> pmid -> {chunk_id: content_hash}."""
+    grouped: dict[str, dict[str, str]] = {}
+    for pmid, chunk_id, digest in rows:
+        grouped.setdefault(pmid, {})[chunk_id] = digest
+    return grouped
+
+
 # -- substring search ------------------------------------------------------------------------
 
 

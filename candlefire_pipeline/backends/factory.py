@@ -5,14 +5,14 @@ from __future__ import annotations
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.settings import Settings
 
-#: The persistent stores every ingest batch is applied to (and parity compares).
-STORE_NAMES = ("pgvector", "chroma")
+#: Every persistent store an ingest batch can be applied to; Settings.stores picks the fed ones.
+STORE_NAMES = ("pgvector", "chroma", "qdrant")
 #: Every backend that can be opened by name; "memory" is the exact in-process oracle.
 BACKEND_NAMES = (*STORE_NAMES, "memory")
 
 
 def open_backend(name: str, settings: Settings) -> VectorBackend:
-    """A connected backend ("pgvector" | "chroma" | "memory"); the caller closes it."""
+    """A connected backend (one of BACKEND_NAMES); the caller closes it."""
     if name == "pgvector":
         from candlefire_pipeline.backends.pg_server import resolve_dsn
         from candlefire_pipeline.backends.pgvector import PgVectorBackend
@@ -34,9 +34,28 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             host=settings.chroma_host,
             port=settings.chroma_port,
             collection=settings.chroma_collection,
+            token=settings.chroma_token,
+            ssl=settings.chroma_ssl,
+            ca_bundle=settings.chroma_ca_bundle,
             # $contains has one semantics (case-sensitive); the setting chooses pgvector's and the
             # oracle's, and the parity report counts where they differ from Chroma's.
             substring_mode="like",
+        )
+    if name == "qdrant":
+        from candlefire_pipeline.backends.qdrant import QdrantBackend
+
+        local = settings.qdrant_url is None
+        return QdrantBackend(
+            path=settings.qdrant_path if local else None,
+            url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key,
+            collection=settings.qdrant_collection,
+            # MatchSubstring has one semantics (case-sensitive), like Chroma's $contains
+            substring_mode="like",
+            hnsw_m=settings.hnsw_m,
+            hnsw_ef_construction=settings.hnsw_ef_construction,
+            ef_search=settings.pg_ann.ef_search,  # the semantic stage's ef (hnsw_ef)
+            lock_timeout=settings.qdrant_lock_timeout,
         )
     if name == "memory":
         from candlefire_pipeline.backends.memory import MemoryBackend

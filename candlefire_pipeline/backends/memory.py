@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, ResultRow
+from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 
 
 @dataclass
@@ -92,7 +92,7 @@ class MemoryBackend:
             common.check_model(self._model, model_id, dim)
             self._model = (model_id, int(dim))
 
-    def replace_papers(self, rows: pa.Table) -> int:
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         dim = common.rows_dim(rows)
         if rows.num_rows == 0:
             common.check_dim(self._model, dim)
@@ -104,6 +104,8 @@ class MemoryBackend:
             self._model = (model_id, dim)
             kept = self._without(pc.unique(rows["pmid"]))
             self._set_table(pa.concat_tables([kept, rows]) if kept is not None else rows)
+        if progress is not None:
+            progress(rows.num_rows)
         return rows.num_rows
 
     def delete_papers(self, pmids: Sequence[str]) -> int:
@@ -145,6 +147,17 @@ class MemoryBackend:
 
     def chunk_hashes(self) -> dict[str, str]:
         return self._column_map("chunk_id", "content_hash")
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        table = self._table
+        if table is None:
+            return {}
+        if pmids is not None:
+            table = table.filter(
+                pc.is_in(table["pmid"], value_set=pa.array(list(pmids), pa.string()))
+            )
+        columns = (table[name].to_pylist() for name in ("pmid", "chunk_id", "content_hash"))
+        return common.group_chunks(zip(*columns, strict=True))
 
     def _column_map(self, key: str, value: str) -> dict[str, str]:
         table = self._table

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 EXTENSIONS = ("vector", "pg_trgm")
 
 
-def connect(dsn: str) -> psycopg.Connection:
+def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
     """An autocommit connection; failures name the server, never the password."""
     try:
         password = conninfo_to_dict(dsn).get("password") or ""
@@ -28,7 +28,7 @@ def connect(dsn: str) -> psycopg.Connection:
     if password is None:
         raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=15)
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
     except psycopg.Error as exc:
         reason = str(exc).replace(password, "***") if password else str(exc)
         raise BackendUnavailableError(

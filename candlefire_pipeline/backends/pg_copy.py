@@ -120,15 +120,17 @@ def encode_rows(
     return joined.buffers()[2][start:end]
 
 
-def copy_payload(
+def copy_slices(
     rows: pa.Table, vector_type: str = "vector", slice_rows: int = SLICE_ROWS
-) -> Iterator[pa.Buffer | bytes]:
-    """The whole binary COPY stream for rows: header, tuples slice by slice, trailer."""
+) -> Iterator[tuple[int, pa.Buffer]]:
+    """(rows encoded so far, COPY tuples of the next slice) until every row is encoded.
+
+    The stream is HEADER, the slices, TRAILER; the caller writes those two itself.
+    """
     matrix = embedding_matrix(rows)
     if vector_type == "halfvec":
         check_halfvec_range(matrix)
-    yield HEADER
     for offset in range(0, rows.num_rows, slice_rows):
         part = matrix[offset : offset + slice_rows]
-        yield encode_rows(rows.slice(offset, slice_rows), part, vector_type)
-    yield TRAILER
+        done = min(offset + slice_rows, rows.num_rows)
+        yield done, encode_rows(rows.slice(offset, slice_rows), part, vector_type)

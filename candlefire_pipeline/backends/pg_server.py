@@ -60,6 +60,14 @@ class EmbeddedPostgres:
         info = PostmasterInfo.read_from_pgdata(self.data_dir) if self.data_dir.exists() else None
         return info is not None and info.is_running()
 
+    def running_dsn(self) -> str | None:
+        """The DSN of the server when one is running on data_dir now, else None; never starts
+        one (a rollback must not wait for, or depend on, a server start)."""
+        from pgserver.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.data_dir) if self.data_dir.exists() else None
+        return info.get_uri() if info is not None and info.is_running() else None
+
     def stop(self) -> None:
         """Stop the server for every process (pg_ctl stop -m fast); the data stays."""
         from pgserver import pg_ctl

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from psycopg import sql
 
 from candlefire_pipeline.backends import common, pg_bulk, pg_sql
-from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow
+from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.pg_connect import open_connection
 from candlefire_pipeline.backends.pg_layout import (
     Layout,
@@ -135,7 +135,7 @@ class PgVectorBackend:
         self._ready = None
 
     # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table) -> int:
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         dim = common.rows_dim(rows)
         if rows.num_rows == 0:
             common.check_dim(self.stored_model(), dim)
@@ -147,22 +147,25 @@ class PgVectorBackend:
             self._lock()
             self._fix_model(model_id, dim)
             if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
-                self._bulk_load(rows, dim)
+                self._bulk_load(rows, dim, progress)
             else:
                 self.conn.execute(
                     sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
                     [pmids],
                 )
-                pg_bulk.copy_rows(self.conn, self.names, rows, self.layout.vector_type)
+                pg_bulk.copy_rows(
+                    self.conn, self.names, rows, self.layout.vector_type, progress=progress
+                )
         return rows.num_rows
 
-    def _bulk_load(self, rows: pa.Table, dim: int) -> None:
+    def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
         """First full build, in the caller's transaction: bare table, COPY, then every index."""
         log.info("bulk load of %d rows into empty %s", rows.num_rows, self.names.table)
         pg_bulk.strip_table(self.conn, self.names)
-        pg_bulk.copy_rows(self.conn, self.names, rows, self.layout.vector_type, freeze=True)
+        vector_type = self.layout.vector_type
+        pg_bulk.copy_rows(self.conn, self.names, rows, vector_type, freeze=True, progress=progress)
         pg_bulk.restore_primary_key(self.conn, self.names)
-        indexed = "bit" if self.layout.quantization == "binary" else self.layout.vector_type
+        indexed = "bit" if self.layout.quantization == "binary" else vector_type
         memory = pg_bulk.build_memory_mb(rows.num_rows, dim, indexed)
         pg_bulk.use_build_resources(self.conn, memory)
         self._create_indexes(dim)
@@ -213,6 +216,12 @@ class PgVectorBackend:
 
     def chunk_hashes(self) -> dict[str, str]:
         return dict(self._select("SELECT chunk_id, content_hash FROM {t}"))
+
+    def paper_chunks(self, pmids: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        if pmids is None:
+            return common.group_chunks(self._select("SELECT pmid, chunk_id, content_hash FROM {t}"))
+        query = "SELECT pmid, chunk_id, content_hash FROM {t} WHERE pmid = ANY(%s)"
+        return common.group_chunks(self._select(query, [list(pmids)]))
 
     def has_paper(self, pmid: str) -> bool:
         rows = self._select("SELECT EXISTS (SELECT 1 FROM {t} WHERE pmid = %s)", [pmid])

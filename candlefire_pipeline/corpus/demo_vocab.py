@@ -18,9 +18,11 @@ DRUG_SPELLINGS: dict[str, tuple[str, ...]] = {
 
 GENES = ("SOD1", "TDP-43", "C9orf72", "FUS", "TBK1", "NEK1", "UNC13A", "STMN2")
 
+#: Mutation names: "Q-331K" is written with a hyphen at its letter -> digit boundary only, so the
+#: term "Q331K" finds it through candle-fire's hyphen variant and through no other spelling.
 MODELS = (
     "SOD1-G93A mice",
-    "TDP-43 Q331K mice",
+    "TDP-43 Q-331K mice",
     "patient-derived iPSC motor neurons",
     "zebrafish larvae",
     "a phase 2 cohort",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,12 +58,16 @@ def scan_drops(drops_dir: Path) -> list[DropFile]:
     return found
 
 
-def ready_drops(files: list[DropFile], cursor: DropCursor) -> tuple[list[DropFile], DropCursor]:
-    """Files unchanged since the previous tick and not yet requested; the advanced cursor."""
+def ready_drops(
+    files: list[DropFile], cursor: DropCursor, taken_in: Mapping[str, str] | None = None
+) -> tuple[list[DropFile], DropCursor]:
+    """Files unchanged since the previous tick, not yet requested and not taken in (the shared
+    drop record: name -> fingerprint); the advanced cursor."""
     ready: list[DropFile] = []
+    taken_in = taken_in or {}
     nxt = DropCursor(seen=dict(cursor.seen), pending={})
     for drop in files:
-        if cursor.seen.get(drop.name) == drop.run_key:
+        if drop.run_key in (cursor.seen.get(drop.name), taken_in.get(drop.name)):
             continue
         if cursor.pending.get(drop.name) == [drop.size, drop.mtime_ns]:
             ready.append(drop)

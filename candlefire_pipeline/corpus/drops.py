@@ -21,6 +21,7 @@ from candlefire_pipeline.corpus.records import (
     DropFileError,
     RecordStream,
     Rejected,
+    writable_text,
 )
 from candlefire_pipeline.corpus.schema import (
     CHUNK_SCHEMA,
@@ -28,6 +29,7 @@ from candlefire_pipeline.corpus.schema import (
     PAPER_SCHEMA,
     REJECT_SCHEMA,
 )
+from candlefire_pipeline.settings import IngestLimits
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
@@ -46,7 +48,9 @@ logger = logging.getLogger(__name__)
 SUPPORTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".xml", ".xml.gz")
 MAX_BATCH_KEY_CHARS = 200
 WRITE_BATCH_ROWS = 1000
-# Papers may carry up to MAX_RECORD_BYTES of full text each: read few at a time.
+#: Buffered text that forces a flush before WRITE_BATCH_ROWS: rows may hold megabytes each.
+WRITE_BATCH_BYTES = 32 * 1024 * 1024
+# Papers may carry up to max_record_bytes of full text each: read few at a time.
 READ_BATCH_PAPERS = 64
 
 
@@ -70,8 +74,8 @@ def is_supported_drop(name: str) -> bool:
     return name.endswith(SUPPORTED_SUFFIXES)
 
 
-def read_drop(drop_path: Path) -> RecordStream:
-    """Open a drop file with the reader its suffix names."""
+def read_drop(drop_path: Path, limits: IngestLimits | None = None) -> RecordStream:
+    """Open a drop file with the reader its suffix names, within `limits` (defaults if None)."""
     drop_path = Path(drop_path)
     if not is_supported_drop(drop_path.name):
         raise DropFileError(
@@ -80,8 +84,8 @@ def read_drop(drop_path: Path) -> RecordStream:
     if not drop_path.is_file():
         raise DropFileError(f"{drop_path}: not a readable file")
     if drop_path.name.endswith((".xml", ".xml.gz")):
-        return read_medline(drop_path)
-    return read_jsonl(drop_path)
+        return read_medline(drop_path, limits)
+    return read_jsonl(drop_path, limits)
 
 
 class _AtomicParquet:
@@ -92,17 +96,19 @@ class _AtomicParquet:
         self.writer = pq.ParquetWriter(self.tmp, schema)
         self.rows: list[dict[str, Any]] = []
         self.count = 0
+        self.buffered_chars = 0
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
         self.count += 1
-        if len(self.rows) >= WRITE_BATCH_ROWS:
+        self.buffered_chars += _text_size(row)
+        if len(self.rows) >= WRITE_BATCH_ROWS or self.buffered_chars >= WRITE_BATCH_BYTES:
             self._flush()
 
     def _flush(self) -> None:
         if self.rows:
             self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
-            self.rows = []
+            self.rows, self.buffered_chars = [], 0
 
     def close(self) -> int:
         """Flush and close; return the row count the parquet footer records."""
@@ -118,6 +124,17 @@ class _AtomicParquet:
             self.writer.close()
         finally:
             self.tmp.unlink(missing_ok=True)
+
+
+def _text_size(row: dict[str, Any]) -> int:
+    """Characters of text in a row (strings and string lists), to bound what is buffered."""
+    size = 0
+    for value in row.values():
+        if isinstance(value, str):
+            size += len(value)
+        elif isinstance(value, list):
+            size += sum(len(item) for item in value if isinstance(item, str))
+    return size
 
 
 def _md_cell(text: str, limit: int = 80) -> str:
@@ -163,12 +180,13 @@ def _route(
             writers["papers"].add(outcome.paper)
             summary.accepted += 1
         elif isinstance(outcome, Rejected):
+            # a reject row must always be writable, whatever its record held
             writers["rejects"].add(
                 {
                     "record_no": outcome.record_no,
-                    "pmid": outcome.pmid,
-                    "reason": outcome.reason,
-                    "excerpt": outcome.excerpt,
+                    "pmid": None if outcome.pmid is None else writable_text(outcome.pmid),
+                    "reason": writable_text(outcome.reason),
+                    "excerpt": writable_text(outcome.excerpt),
                 }
             )
             summary.rejected += 1
@@ -188,10 +206,12 @@ def _check_counts(summary: PapersSummary, written: dict[str, int], drop_path: Pa
         raise AssertionError(f"{drop_path}: record accounting broken: {summary} vs {written}")
 
 
-def write_papers(drop_path: Path, out_dir: Path) -> PapersSummary:
+def write_papers(
+    drop_path: Path, out_dir: Path, limits: IngestLimits | None = None
+) -> PapersSummary:
     """Parse one drop file into out_dir/{papers,rejects,deleted}.parquet, atomically."""
     drop_path, out_dir = Path(drop_path), Path(out_dir)
-    stream = read_drop(drop_path)
+    stream = read_drop(drop_path, limits)
     out_dir.mkdir(parents=True, exist_ok=True)
     # papers last: its presence marks a complete batch (the ledger relies on it).
     schemas = {"rejects": REJECT_SCHEMA, "deleted": DELETED_SCHEMA, "papers": PAPER_SCHEMA}

@@ -45,13 +45,15 @@ def superseded_pmids(batches_dir: Path, batch_key: str, pmids: Iterable[str]) ->
     return found
 
 
-def expected_chunks(batches_dir: Path, batch_keys: Iterable[str] | None = None) -> dict[str, str]:
-    """chunk_id -> content_hash of the latest version of every live paper across batches.
+def live_papers(
+    batches_dir: Path, batch_keys: Iterable[str] | None = None
+) -> dict[str, tuple[str, dict[str, str]]]:
+    """pmid -> (batch key holding its latest version, {chunk_id: content_hash}) of live papers.
 
     batch_keys, when given, limits the view to those batches (e.g. the ones a store applied).
     """
     only = None if batch_keys is None else set(batch_keys)
-    latest: dict[str, dict[str, str]] = {}  # pmid -> {chunk_id: content_hash}
+    latest: dict[str, tuple[str, dict[str, str]]] = {}
     for batch_dir in _batch_dirs(batches_dir, "chunks.parquet"):
         if only is not None and batch_dir.name not in only:
             continue
@@ -59,8 +61,27 @@ def expected_chunks(batches_dir: Path, batch_keys: Iterable[str] | None = None) 
         # within the same file follows its delete) are applied after it.
         for pmid in _pmids(batch_dir / "deleted.parquet"):
             latest.pop(pmid, None)
-        fresh: dict[str, dict[str, str]] = {}
+        fresh: dict[str, tuple[str, dict[str, str]]] = {}
         for row in _column(batch_dir / "chunks.parquet", ["pmid", "chunk_id", "content_hash"]):
-            fresh.setdefault(row["pmid"], {})[row["chunk_id"]] = row["content_hash"]
+            entry = fresh.setdefault(row["pmid"], (batch_dir.name, {}))
+            entry[1][row["chunk_id"]] = row["content_hash"]
         latest.update(fresh)  # replace by paper: old chunks of a re-sent paper disappear
-    return {cid: digest for chunks in latest.values() for cid, digest in chunks.items()}
+    return latest
+
+
+def expected_chunks(batches_dir: Path, batch_keys: Iterable[str] | None = None) -> dict[str, str]:
+    """chunk_id -> content_hash of the latest version of every live paper across batches.
+
+    batch_keys, when given, limits the view to those batches (e.g. the ones a store applied).
+    """
+    live = live_papers(batches_dir, batch_keys)
+    return {cid: digest for _, chunks in live.values() for cid, digest in chunks.items()}
+
+
+def diff_hashes(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[str]]:
+    """Chunk ids missing from, extra in, or stale in `actual`."""
+    return {
+        "missing": sorted(expected.keys() - actual.keys()),
+        "orphaned": sorted(actual.keys() - expected.keys()),
+        "stale": sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
+    }

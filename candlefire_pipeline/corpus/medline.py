@@ -1,4 +1,4 @@
-"""Streaming reader of PubMed/MEDLINE XML drop files (.xml, .xml.gz) with defusedxml."""
+"""Streaming reader of PubMed/MEDLINE XML drop files (.xml, .xml.gz) with defusedxml, in limits."""
 
 from __future__ import annotations
 
@@ -7,14 +7,12 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 from xml.etree.ElementTree import Element, ParseError, tostring
 
 from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import iterparse
 
+from candlefire_pipeline.corpus.capped import CappedStream, open_capped
 from candlefire_pipeline.corpus.records import (
-    MAX_RECORD_BYTES,
     PMID_PATTERN,
     Accepted,
     Deleted,
@@ -25,12 +23,16 @@ from candlefire_pipeline.corpus.records import (
     accept,
     excerpt_of,
     latest_wins,
+    pmid_hint,
 )
-from candlefire_pipeline.fsutil import open_maybe_gzip
+from candlefire_pipeline.corpus.xml_stream import Oversized, iter_records
+from candlefire_pipeline.settings import IngestLimits
 
 logger = logging.getLogger(__name__)
 
 ROOT_ELEMENTS = ("PubmedArticleSet", "MedlineCitationSet")
+#: Where a record's PMID sits (PubmedArticle, or a bare MedlineCitation).
+PMID_PATHS = (("MedlineCitation", "PMID"), ("PMID",))
 _FIRST_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 
 
@@ -63,8 +65,13 @@ def _year(article: Element) -> int | str | None:
     if pub_date is None:
         return None
     year = _text(pub_date.find("Year"))
+    if year.isdecimal():
+        try:
+            return int(year)
+        except ValueError:  # more digits than int() converts: validation rejects the text
+            return year
     if year:
-        return int(year) if year.isdigit() else year
+        return year
     match = _FIRST_YEAR.search(_text(pub_date.find("MedlineDate")))
     return int(match.group(1)) if match else None
 
@@ -112,12 +119,16 @@ def _record_outcome(record_no: int, record: Element) -> Accepted | Rejected:
     if record.tag not in ("PubmedArticle", "MedlineCitation") or citation is None:
         reason = f"unsupported_record: <{record.tag}> holds no MedlineCitation"
         return Rejected(record_no, None, reason, excerpt)
-    size = sum(len(text) for text in record.itertext())
-    if size > MAX_RECORD_BYTES:
-        pmid = _text(citation.find("PMID")) or None
-        reason = f"too_large: record text exceeds {MAX_RECORD_BYTES} characters"
-        return Rejected(record_no, pmid, reason, excerpt)
     return accept(record_no, _raw_paper(record, citation), excerpt)
+
+
+def _oversized_outcome(record_no: int, skipped: Oversized, path: Path) -> Rejected:
+    if skipped.tag == "DeleteCitation":
+        # deletes are not records that can be rejected: losing some silently would keep papers
+        raise DropFileError(f"{path}: a <DeleteCitation> is too large ({skipped.reason})")
+    pmid = pmid_hint({"pmid": skipped.record_id})
+    excerpt = f"<{skipped.tag}><PMID>{pmid or ''}</PMID>"
+    return Rejected(record_no, pmid, skipped.reason, excerpt_of(excerpt))
 
 
 def _deleted(delete: Element, path: Path) -> Iterator[Deleted]:
@@ -130,35 +141,25 @@ def _deleted(delete: Element, path: Path) -> Iterator[Deleted]:
             logger.warning("%s: ignoring DeleteCitation PMID %r (not a valid pmid)", path, pmid)
 
 
-def _scan(stream: BinaryIO, path: Path) -> Iterator[Outcome]:
-    depth, record_no = 0, 0
-    root: Element | None = None
-    for event, elem in iterparse(stream, events=("start", "end")):
-        if event == "start":
-            depth += 1
-            if depth == 1 and elem.tag not in ROOT_ELEMENTS:
-                raise DropFileError(
-                    f"{path}: root element <{elem.tag}> is not one of {', '.join(ROOT_ELEMENTS)}"
-                )
-            root = elem if depth == 1 else root
+def _scan(stream: CappedStream, path: Path, limits: IngestLimits) -> Iterator[Outcome]:
+    record_no = 0
+    for record in iter_records(stream, path, limits, ROOT_ELEMENTS, PMID_PATHS):
+        if isinstance(record, Element) and record.tag == "DeleteCitation":
+            yield from _deleted(record, path)
             continue
-        depth -= 1
-        if depth != 1 or root is None:
-            continue
-        if elem.tag == "DeleteCitation":
-            yield from _deleted(elem, path)
+        record_no += 1
+        if isinstance(record, Oversized):
+            yield _oversized_outcome(record_no, record, path)
         else:
-            record_no += 1
-            yield _record_outcome(record_no, elem)
-        root.clear()  # streaming: drop finished records so memory stays at one record
+            yield _record_outcome(record_no, record)
 
 
-def iter_medline(path: Path) -> Iterator[Outcome]:
+def iter_medline(path: Path, limits: IngestLimits | None = None) -> Iterator[Outcome]:
     """One pass over a MEDLINE XML file: an outcome per citation and a Deleted per delete PMID."""
-    path = Path(path)
+    path, limits = Path(path), limits or IngestLimits()
     try:
-        with open_maybe_gzip(path) as stream:
-            yield from _scan(stream, path)
+        with open_capped(path, limits.max_drop_bytes) as stream:
+            yield from _scan(stream, path, limits)
     except DefusedXmlException as err:
         raise DropFileError(f"{path}: unsafe XML refused ({type(err).__name__}: {err})") from err
     except ParseError as err:
@@ -167,8 +168,8 @@ def iter_medline(path: Path) -> Iterator[Outcome]:
         raise DropFileError(f"{path}: unreadable: {err}") from err
 
 
-def read_medline(path: Path) -> RecordStream:
+def read_medline(path: Path, limits: IngestLimits | None = None) -> RecordStream:
     """Read a MEDLINE file twice so that the last valid citation or delete of a pmid wins."""
-    stream = latest_wins(lambda: iter_medline(path))
+    stream = latest_wins(lambda: iter_medline(path, limits))
     logger.info("read %s: %d citations", path, stream.records_in)
     return stream

@@ -9,14 +9,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-#: A record (one JSONL line, one MEDLINE citation) larger than this is rejected unread.
-MAX_RECORD_BYTES = 5 * 1024 * 1024
 EXCERPT_CHARS = 200
 YEAR_MIN, YEAR_MAX = 1800, 2100
 INT32_MAX = 2**31 - 1
 # Letters and digits only: the pmid is embedded in chunk ids (`{pmid}_s{i}`), file names and SQL
 # filters, so "_" (the chunk-id separator), spaces and punctuation are kept out.
 PMID_PATTERN = re.compile(r"[A-Za-z0-9]{1,32}")
+# JSON's \ud800-style escapes parse into lone surrogates, which no UTF-8 writer (Arrow, Postgres,
+# Chroma) can encode.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Fields of PAPER_SCHEMA that describe the paper's content (what paper_hash covers).
 CONTENT_FIELDS = (
@@ -73,9 +74,14 @@ class Deleted:
 Outcome = Accepted | Rejected | Deleted
 
 
+def writable_text(text: str) -> str:
+    """text with NUL and lone surrogates replaced by U+FFFD: safe in any UTF-8 store or file."""
+    return _SURROGATE.sub("\ufffd", text).replace("\x00", "\ufffd")
+
+
 def excerpt_of(raw: str) -> str:
     """At most EXCERPT_CHARS characters of a raw record, for a reject row (NUL made visible)."""
-    return raw[:EXCERPT_CHARS].replace("\x00", "\ufffd")
+    return writable_text(raw[:EXCERPT_CHARS])
 
 
 def pmid_hint(raw: object) -> str | None:
@@ -85,7 +91,7 @@ def pmid_hint(raw: object) -> str | None:
     value = raw.get("pmid")
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
-    text = str(value).strip()
+    text = writable_text(str(value).strip())
     return text[:64] if text else None
 
 
@@ -139,7 +145,7 @@ def _year(raw: dict) -> int | None:
     if year is None or year == 0:
         return None
     if not YEAR_MIN <= year <= YEAR_MAX:
-        raise RecordError("out_of_range", f"year {year} outside {YEAR_MIN}..{YEAR_MAX}")
+        raise RecordError("out_of_range", f"year {year!r:.40} outside {YEAR_MIN}..{YEAR_MAX}")
     return year
 
 
@@ -148,7 +154,7 @@ def _citation_count(raw: dict) -> int:
     if count is None:
         return 0
     if not 0 <= count <= INT32_MAX:
-        raise RecordError("out_of_range", f"citation_count {count} outside 0..{INT32_MAX}")
+        raise RecordError("out_of_range", f"citation_count {count!r:.40} outside 0..{INT32_MAX}")
     return count
 
 
@@ -158,12 +164,26 @@ def _full_text(raw: dict) -> str | None:
     return text if text else None
 
 
-def _reject_nul(paper: dict[str, Any]) -> None:
+def _check_writable(field: str, text: str) -> None:
+    """RecordError for a string that parses but that no store can hold."""
+    if "\x00" in text:
+        raise RecordError("nul_byte", f"{field} contains a NUL character")
+    if found := _SURROGATE.search(text):
+        raise RecordError(
+            "invalid_unicode",
+            f"{field} holds a lone surrogate U+{ord(found.group()):04X} at character "
+            f"{found.start()} (not encodable as UTF-8)",
+        )
+
+
+def _reject_unwritable(paper: dict[str, Any]) -> None:
     for field in CONTENT_FIELDS:
         value = paper[field]
-        values = value if isinstance(value, list) else [value]
-        if any(isinstance(v, str) and "\x00" in v for v in values):
-            raise RecordError("nul_byte", f"{field} contains a NUL character")
+        if isinstance(value, str):
+            _check_writable(field, value)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                _check_writable(f"{field}[{index}]", item)
 
 
 def validate_record(raw: object) -> dict[str, Any]:
@@ -184,7 +204,7 @@ def validate_record(raw: object) -> dict[str, Any]:
     }
     if not paper["title"] and not paper["abstract"]:
         raise RecordError("no_text", "both title and abstract are missing or empty")
-    _reject_nul(paper)
+    _reject_unwritable(paper)
     return paper
 
 

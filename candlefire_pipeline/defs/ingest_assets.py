@@ -1,7 +1,8 @@
-"""papers -> chunks -> embeddings: one parquet set per ingest batch."""
+"""papers -> chunks -> embeddings: one parquet set per ingest batch (one drop file)."""
 
 import dagster as dg
 
+from candlefire_pipeline.corpus.drop_record import drop_file, record_drops
 from candlefire_pipeline.corpus.drops import (
     DropFileError,
     validate_batch_key,
@@ -9,22 +10,36 @@ from candlefire_pipeline.corpus.drops import (
     write_papers,
 )
 from candlefire_pipeline.defs.partitions import ingest_batches
+from candlefire_pipeline.defs.progress import progress_logger
 from candlefire_pipeline.defs.resources import PipelineResource
+from candlefire_pipeline.defs.versions import embedding_code_version
 from candlefire_pipeline.embedding import write_embeddings
+from candlefire_pipeline.settings import Settings
 
 
-@dg.asset(partitions_def=ingest_batches, group_name="ingest", kinds={"parquet"})
+@dg.asset(
+    partitions_def=ingest_batches,
+    group_name="ingest",
+    kinds={"parquet"},
+    description=(
+        "Accepted papers of one drop file (JSON lines or MEDLINE XML, possibly gzipped), plus "
+        "a reject with a reason for every other record and the PMIDs the drop deletes. "
+        "accepted + rejected always equals records in."
+    ),
+    metadata={"written_to": "data/batches/<drop>/{papers,rejects,deleted}.parquet"},
+)
 def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.MaterializeResult:
-    """Accepted papers of one drop file, plus a reject (with a reason) for every other record."""
     settings = pipeline.settings()
     key = validate_batch_key(context.partition_key)
     drop = settings.drops_dir / key
     if not drop.is_file():
         raise dg.Failure(f"drop file {key!r} is not in the drops folder {settings.drops_dir}")
+    version = drop_file(drop)  # before reading: a file changed meanwhile stays new
     try:
-        summary = write_papers(drop, settings.batch_dir(key))
+        summary = write_papers(drop, settings.batch_dir(key), settings.ingest)
     except DropFileError as exc:
         raise dg.Failure(str(exc)) from exc
+    record_drops(settings.drop_record_file, [version], source=f"run {context.run.run_id}")
     context.log.info(
         f"{key}: {summary.records_in} records -> {summary.accepted} accepted, "
         f"{summary.rejected} rejected, {summary.deleted} deletions"
@@ -36,14 +51,24 @@ def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
             "rejected": summary.rejected,
             "deleted_pmids": summary.deleted,
             "reject_reasons": dg.MetadataValue.md(summary.reasons_markdown()),
+            "drop_fingerprint": version.run_key,
             "path": dg.MetadataValue.path(str(settings.batch_dir(key) / "papers.parquet")),
         }
     )
 
 
-@dg.asset(partitions_def=ingest_batches, group_name="ingest", kinds={"parquet"}, deps=[papers])
+@dg.asset(
+    partitions_def=ingest_batches,
+    group_name="ingest",
+    kinds={"parquet"},
+    deps=[papers],
+    description=(
+        "candle-fire's section-aware chunks: up to 6 sections per full-text paper (ids "
+        "`{pmid}_s{i}`), one chunk with the bare pmid as id for an abstract-only paper."
+    ),
+    metadata={"written_to": "data/batches/<drop>/chunks.parquet"},
+)
 def chunks(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.MaterializeResult:
-    """Section-aware chunks with candle-fire ids (`{pmid}_s{i}`, bare pmid when abstract-only)."""
     settings = pipeline.settings()
     batch_dir = settings.batch_dir(validate_batch_key(context.partition_key))
     summary = write_chunks(batch_dir)
@@ -60,28 +85,49 @@ def chunks(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
     )
 
 
-@dg.asset(partitions_def=ingest_batches, group_name="ingest", kinds={"parquet"}, deps=[chunks])
-def embeddings(
-    context: dg.AssetExecutionContext, pipeline: PipelineResource
-) -> dg.MaterializeResult:
-    """One L2-normalized float32 vector per chunk; unchanged chunks come from the cache."""
-    settings = pipeline.settings()
-    batch_dir = settings.batch_dir(validate_batch_key(context.partition_key))
-    summary = write_embeddings(
-        batch_dir / "chunks.parquet",
-        batch_dir / "embeddings.parquet",
-        pipeline.embedder(),
-        pipeline.embedding_cache(),
-        progress=context.log.info,
+def build_embeddings(code_version: str) -> dg.AssetsDefinition:
+    """The embeddings asset at a code version (embedding_code_version of the settings)."""
+
+    @dg.asset(
+        name="embeddings",
+        partitions_def=ingest_batches,
+        group_name="ingest",
+        kinds={"parquet"},
+        deps=[chunks],
+        code_version=code_version,
+        description=(
+            "One L2-normalized float32 vector per chunk from the configured model; a chunk "
+            "whose content hash is in the cache for this model is not embedded again. The code "
+            "version names the model: changing it marks this asset stale, and both stores once "
+            "it is re-embedded (a new data version)."
+        ),
+        metadata={"written_to": "data/batches/<drop>/embeddings.parquet"},
     )
-    return dg.MaterializeResult(
-        metadata={
-            "chunks": summary.chunks,
-            "embedded": summary.embedded,
-            "cached": summary.cached,
-            "seconds": round(summary.seconds, 3),
-            "chunks_per_second": round(summary.chunks_per_second, 1),
-            "model_id": summary.model_id,
-            "dim": summary.dim,
-        }
-    )
+    def embeddings(
+        context: dg.AssetExecutionContext, pipeline: PipelineResource
+    ) -> dg.MaterializeResult:
+        settings = pipeline.settings()
+        batch_dir = settings.batch_dir(validate_batch_key(context.partition_key))
+        summary = write_embeddings(
+            batch_dir / "chunks.parquet",
+            batch_dir / "embeddings.parquet",
+            pipeline.embedder(),
+            pipeline.embedding_cache(),
+            progress=progress_logger(context),
+        )
+        return dg.MaterializeResult(
+            metadata={
+                "chunks": summary.chunks,
+                "embedded": summary.embedded,
+                "cached": summary.cached,
+                "seconds": round(summary.seconds, 3),
+                "chunks_per_second": round(summary.chunks_per_second, 1),
+                "model_id": summary.model_id,
+                "dim": summary.dim,
+            }
+        )
+
+    return embeddings
+
+
+embeddings = build_embeddings(embedding_code_version(Settings.from_env()))

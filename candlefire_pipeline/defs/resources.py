@@ -68,11 +68,15 @@ class PgVectorResource(dg.ConfigurableResource):
 
 
 class ChromaResource(dg.ConfigurableResource):
-    """The Chroma store: an HTTP server when `host` is set, else the folder under the data dir."""
+    """The Chroma store: an HTTP server when `host` is set, else the folder under the data dir.
+
+    `token` (the proxy's bearer token) is a secret: build_resources passes an EnvVar.
+    """
 
     host: str | None = None
     port: int | None = None
     collection: str | None = None
+    token: str | None = None
 
     def settings(self) -> Settings:
         settings = Settings.from_env()
@@ -81,18 +85,66 @@ class ChromaResource(dg.ConfigurableResource):
             chroma_host=self.host or settings.chroma_host,
             chroma_port=self.port or settings.chroma_port,
             chroma_collection=self.collection or settings.chroma_collection,
+            chroma_token=self.token or settings.chroma_token,
         )
 
     def open(self):
         return _opened("chroma", self.settings())
 
 
+class QdrantResource(dg.ConfigurableResource):
+    """The Qdrant store: a server when `url` is set, else local mode in the data dir's folder."""
+
+    url: str | None = None
+    api_key: str | None = None
+    collection: str | None = None
+
+    def settings(self) -> Settings:
+        settings = Settings.from_env()
+        return replace(
+            settings,
+            qdrant_url=self.url or settings.qdrant_url,
+            qdrant_api_key=self.api_key or settings.qdrant_api_key,
+            qdrant_collection=self.collection or settings.qdrant_collection,
+        )
+
+    def open(self):
+        return _opened("qdrant", self.settings())
+
+
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
-    """Resources; the DSN stays an EnvVar so Dagster never shows its value."""
+    """Resources; the DSN, the Chroma token and the Qdrant key stay EnvVars (never shown)."""
     return {
         "pipeline": PipelineResource(),
         "pgvector": PgVectorResource(
             dsn=dg.EnvVar("CANDLEFIRE_PG_DSN") if settings.pg_dsn else None
         ),
-        "chroma": ChromaResource(),
+        "chroma": ChromaResource(
+            token=dg.EnvVar("CANDLEFIRE_CHROMA_TOKEN") if settings.chroma_token else None
+        ),
+        "pubmed": PubmedResource(
+            api_key=dg.EnvVar("NCBI_API_KEY") if settings.ncbi_api_key else None
+        ),
+        "qdrant": QdrantResource(
+            api_key=dg.EnvVar("CANDLEFIRE_QDRANT_API_KEY") if settings.qdrant_api_key else None
+        ),
     }
+
+
+class PubmedResource(dg.ConfigurableResource):
+    """NCBI E-utilities: where to ask and who asks (the api key stays an EnvVar, never shown)."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    email: str | None = None
+
+    def fetch(self, query: str, since, until, drops_dir: Path, batch_size: int = 500):
+        from candlefire_pipeline.corpus.pubmed import EUTILS_BASE, fetch_pubmed
+
+        settings = Settings.from_env()
+        return fetch_pubmed(
+            query, since, drops_dir, until=until, batch_size=batch_size,
+            base_url=self.base_url or EUTILS_BASE,
+            api_key=self.api_key or settings.ncbi_api_key,
+            email=self.email or settings.ncbi_email,
+        )  # fmt: skip

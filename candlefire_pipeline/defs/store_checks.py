@@ -1,22 +1,15 @@
-"""Blocking checks on both stores: current versions only, the model's dimension, agreement."""
+"""Blocking checks on every fed store: current versions only, the model's dimension, agreement."""
+
+from collections.abc import Sequence
 
 import dagster as dg
 
-from candlefire_pipeline.corpus.ledger import expected_chunks
+from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
-from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.defs.store_assets import STORE_ASSETS, chroma_chunks, pgvector_chunks
 from candlefire_pipeline.operations.indexing import applied_batches
 
 MAX_LISTED = 20
-
-
-def diff_hashes(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[str]]:
-    """Chunk ids missing from, extra in, or stale in `actual`."""
-    return {
-        "missing": sorted(expected.keys() - actual.keys()),
-        "orphaned": sorted(actual.keys() - expected.keys()),
-        "stale": sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
-    }
 
 
 def _diff_result(diff: dict[str, list[str]], **metadata) -> dg.AssetCheckResult:
@@ -85,12 +78,39 @@ def stores_agree(pgvector: PgVectorResource, chroma: ChromaResource) -> dg.Asset
     )
 
 
-def build_store_checks() -> list[dg.AssetChecksDefinition]:
-    pairs = [(pgvector_chunks, "pgvector", "pgvector"), (chroma_chunks, "chroma", "chroma")]
-    checks = [stores_agree]
-    for asset, resource_key, store_name in pairs:
-        checks += [
-            _ledger_check(asset, resource_key, store_name),
-            _dimension_check(asset, resource_key, store_name),
-        ]
+def _agreement_check(store_asset, store_name: str):
+    """A store beside pgvector and Chroma holds pgvector's chunk ids and content hashes."""
+
+    @dg.asset_check(
+        asset=store_asset,
+        name=f"{store_name}_agrees_with_pgvector",
+        additional_deps=[pgvector_chunks],
+        blocking=True,
+        required_resource_keys={"pgvector", store_name},
+        description=f"{store_name} and pgvector hold the same chunk ids with the same hashes.",
+    )
+    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        with context.resources.pgvector.open() as pg:
+            pg_hashes = pg.chunk_hashes()
+        with getattr(context.resources, store_name).open() as other:
+            other_hashes = other.chunk_hashes()
+        return _diff_result(
+            diff_hashes(pg_hashes, other_hashes),
+            pgvector_chunks=len(pg_hashes),
+            **{f"{store_name}_chunks": len(other_hashes)},
+        )
+
+    return _check
+
+
+def build_store_checks(stores: Sequence[str]) -> list[dg.AssetChecksDefinition]:
+    """Ledger and dimension checks per fed store; agreement of each with pgvector."""
+    checks = []
+    for name in stores:
+        asset = STORE_ASSETS[name]
+        checks += [_ledger_check(asset, name, name), _dimension_check(asset, name, name)]
+        if name == "chroma":
+            checks.append(stores_agree)
+        elif name != "pgvector":
+            checks.append(_agreement_check(asset, name))
     return checks

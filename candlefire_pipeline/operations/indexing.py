@@ -1,11 +1,20 @@
-"""Applies one ingest batch's embeddings to a vector store: replace by paper, in batch order."""
+"""Applies one ingest batch's embeddings to a vector store: replace by paper, in batch order.
+
+A store without transactions (Chroma) can be left half-written by a crash. Before its first
+write, an apply leaves an intent marker (`applying-<store>.json`) in the batch directory and
+removes it once the batch is recorded as applied; the next apply of any batch to that store
+first finishes every batch whose marker is still there. Whether a paper needs writing is decided
+from the chunks the store holds for it (ids and content hashes), so a paper left with old and
+new chunks side by side is always rewritten, never taken for up to date.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,8 +25,15 @@ from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.corpus.ledger import superseded_pmids
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_schema
 from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.progress import ProgressMeter
 
 log = logging.getLogger(__name__)
+
+#: Marker files in a batch directory, per store.
+APPLIED = "applied-{store}.json"
+INTENT = "applying-{store}.json"
+#: Loads of more rows than this report progress (COPY slices, Chroma upsert batches).
+PROGRESS_MIN_ROWS = 5_000
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,8 @@ class ApplySummary:
     chunks_deleted: int
     seconds: float
     applied_at: float
+    #: Interrupted earlier applies to this store that were finished first (batch keys).
+    resumed: tuple[str, ...] = field(default=())
 
     @property
     def rows_per_second(self) -> float:
@@ -77,28 +95,56 @@ def apply_batch(
     model_id: str,
     dim: int,
     record_applied: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ApplySummary:
-    """Replace the batch's changed papers and apply its deletes, skipping newer versions."""
+    """Replace the batch's changed papers and apply its deletes, skipping newer versions.
+
+    With record_applied (a persistent store), interrupted applies of other batches are
+    finished first and this one is recorded (`applied-<store>.json`) when it completes.
+    `progress` receives a message at a steady interval while more than PROGRESS_MIN_ROWS rows
+    are written (done / total, rate, ETA).
+    """
+    resumed = ()
+    if record_applied:
+        resumed = tuple(resume_interrupted(backend, batches_dir, (model_id, dim), skip=batch_key))
+    return _apply(
+        backend, batches_dir, batch_key, (model_id, dim), record_applied, resumed, progress
+    )
+
+
+def _apply(
+    backend: VectorBackend,
+    batches_dir: Path,
+    batch_key: str,
+    model: tuple[str, int] | None,
+    tracked: bool,
+    resumed: tuple[str, ...] = (),
+    progress: Callable[[str], None] | None = None,
+) -> ApplySummary:
+    """One batch; model None takes the rows' own model (the store still checks its contract)."""
     started = time.perf_counter()
     batch_dir = batches_dir / batch_key
     rows = read_store_rows(batch_dir, batch_key)
-    row_model, row_dim = _stored_model(rows)
-    if rows.num_rows and (row_model, row_dim) != (model_id, dim):
+    row_model = _stored_model(rows)
+    if model is None:
+        model = row_model
+    elif rows.num_rows and row_model != model:
         raise ValueError(
-            f"{batch_key}: embeddings were made with {row_model} ({row_dim}-dim) but the "
-            f"pipeline is configured for {model_id} ({dim}-dim); re-materialize embeddings"
+            f"{batch_key}: embeddings were made with {row_model[0]} ({row_model[1]}-dim) but the "
+            f"pipeline is configured for {model[0]} ({model[1]}-dim); re-materialize embeddings"
         )
-    backend.ensure_schema(model_id, dim)
+    if model[0]:
+        backend.ensure_schema(*model)
     deleted = pq.read_table(batch_dir / "deleted.parquet")["pmid"].to_pylist()
     pmids = set(pc.unique(rows["pmid"]).to_pylist())
     superseded = superseded_pmids(batches_dir, batch_key, pmids | set(deleted))
-    stored = backend.paper_hashes(sorted(pmids))
-    paper_of = dict(zip(rows["pmid"].to_pylist(), rows["paper_hash"].to_pylist(), strict=True))
-    unchanged = {p for p, h in paper_of.items() if stored.get(p) == h} - superseded
+    unchanged = _unchanged(backend, rows, pmids - superseded)
     to_write = pmids - superseded - unchanged
-    keep = pc.is_in(rows["pmid"], value_set=pa.array(sorted(to_write), pa.string()))
-    written = backend.replace_papers(rows.filter(keep)) if to_write else 0
     to_delete = sorted(set(deleted) - superseded)
+    if tracked and (to_write or to_delete):
+        _mark(batch_dir, INTENT, backend.name, {"batch_key": batch_key, "started": time.time()})
+    keep = pc.is_in(rows["pmid"], value_set=pa.array(sorted(to_write), pa.string()))
+    written = _write(backend, rows.filter(keep), progress) if to_write else 0
     chunks_deleted = backend.delete_papers(to_delete) if to_delete else 0
     summary = ApplySummary(
         store=backend.name,
@@ -111,9 +157,11 @@ def apply_batch(
         chunks_deleted=chunks_deleted,
         seconds=time.perf_counter() - started,
         applied_at=time.time(),
+        resumed=resumed,
     )
-    if record_applied:
-        _record_applied(batch_dir, summary)
+    if tracked:
+        _mark(batch_dir, APPLIED, backend.name, asdict(summary))
+        (batch_dir / INTENT.format(store=backend.name)).unlink(missing_ok=True)
     log.info(
         "%s <- %s: %d rows, %d papers replaced, %d unchanged, %d superseded, %d deleted",
         backend.name, batch_key, written, len(to_write), len(unchanged),
@@ -122,15 +170,73 @@ def apply_batch(
     return summary
 
 
-def _record_applied(batch_dir: Path, summary: ApplySummary) -> None:
-    path = batch_dir / f"applied-{summary.store}.json"
-    write_atomic(path, json.dumps(asdict(summary), indent=2))
+def _write(backend: VectorBackend, rows: pa.Table, progress: Callable[[str], None] | None) -> int:
+    if progress is None or rows.num_rows <= PROGRESS_MIN_ROWS:
+        return backend.replace_papers(rows)
+    meter = ProgressMeter(f"{backend.name} load", rows.num_rows, progress, unit="rows")
+    written = backend.replace_papers(rows, progress=meter.update)
+    meter.finish()
+    return written
+
+
+def _unchanged(backend: VectorBackend, rows: pa.Table, candidates: set[str]) -> set[str]:
+    """Papers whose stored chunks (ids, content hashes) and paper_hash equal this batch's."""
+    if not candidates:
+        return set()
+    wanted = sorted(candidates)
+    stored_chunks = backend.paper_chunks(wanted)
+    stored_papers = backend.paper_hashes(wanted)
+    columns = ("pmid", "chunk_id", "content_hash", "paper_hash")
+    batch: dict[str, dict[str, str]] = {}
+    paper_of: dict[str, str] = {}
+    for pmid, chunk_id, digest, paper in zip(*(rows[c].to_pylist() for c in columns), strict=True):
+        batch.setdefault(pmid, {})[chunk_id] = digest
+        paper_of[pmid] = paper
+    return {
+        pmid
+        for pmid in candidates
+        if stored_chunks.get(pmid) == batch[pmid] and stored_papers.get(pmid) == paper_of[pmid]
+    }
+
+
+def _mark(batch_dir: Path, marker: str, store: str, content: dict) -> None:
+    write_atomic(batch_dir / marker.format(store=store), json.dumps(content, indent=2))
+
+
+def interrupted_batches(batches_dir: Path, store: str) -> list[str]:
+    """Batch keys whose last apply to `store` began writing and never completed, in order."""
+    return sorted(p.parent.name for p in Path(batches_dir).glob(f"*/{INTENT.format(store=store)}"))
+
+
+def resume_interrupted(
+    backend: VectorBackend,
+    batches_dir: Path,
+    model: tuple[str, int] | None,
+    skip: str | None = None,
+) -> list[str]:
+    """Finish, in batch order, every interrupted apply to this store; return their keys.
+
+    A batch that can no longer be applied from its files (re-materialized halfway, another
+    model) is logged and left marked: the store checks and `candlefire repair` still see it.
+    """
+    done = []
+    for key in interrupted_batches(batches_dir, backend.name):
+        if key == skip:
+            continue
+        log.warning("%s: finishing the interrupted apply of batch %s", backend.name, key)
+        try:
+            _apply(backend, batches_dir, key, model, tracked=True)
+        except (ValueError, OSError) as exc:
+            log.warning("%s: batch %s cannot be re-applied now: %s", backend.name, key, exc)
+            continue
+        done.append(key)
+    return done
 
 
 def applied_batches(batches_dir: Path, store: str) -> dict[str, float]:
     """batch_key -> when it was last applied to `store` (epoch seconds)."""
     out: dict[str, float] = {}
-    for marker in sorted(batches_dir.glob(f"*/applied-{store}.json")):
+    for marker in sorted(Path(batches_dir).glob(f"*/{APPLIED.format(store=store)}")):
         out[marker.parent.name] = json.loads(marker.read_text())["applied_at"]
     return out
 
@@ -139,3 +245,8 @@ def latest_applied_at(batches_dir: Path, stores: tuple[str, ...]) -> float | Non
     """When any of `stores` last received an ingest batch, or None if never."""
     times = [t for s in stores for t in applied_batches(batches_dir, s).values()]
     return max(times, default=None)
+
+
+def ledger_snapshot(batches_dir: Path, stores: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """store -> {batch_key: applied_at}: the ledger state a parity report runs on."""
+    return {store: applied_batches(batches_dir, store) for store in stores}

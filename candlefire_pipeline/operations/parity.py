@@ -1,80 +1,136 @@
-"""Runs the parity harness on the live stores and the exact oracle (no Dagster)."""
+"""Runs the parity harness on the live stores and the exact oracle, and judges it (no Dagster)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import datetime
+from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
+from candlefire_pipeline.backends.base import VectorBackend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.operations.indexing import applied_batches, apply_batch, latest_applied_at
+from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
+from candlefire_pipeline.operations.indexing import apply_batch, ledger_snapshot
+from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
-from candlefire_pipeline.parity.report import GateResult, ParityReport, evaluate_gates
+from candlefire_pipeline.parity.report import ParityReport, load_latest
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
-from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.settings import ParityThresholds, Settings
 
 log = logging.getLogger(__name__)
 
+REFERENCE, CANDIDATE, ORACLE = "chroma", "pgvector", "memory"
+#: The stores a report runs the retriever on, in the CLI and in Dagster alike. Other fed stores
+#: (Settings.stores, e.g. qdrant) are in the ledger and the oracle but get no column yet.
+PARITY_STORES = (REFERENCE, CANDIDATE)
+LISTED_DIFF_IDS = 10  # chunk ids listed per kind in a report's ledger comparison
 
-def build_oracle(settings: Settings, embedder) -> MemoryBackend:
-    """The exact oracle: every batch applied to either store, re-applied in batch order."""
+
+def build_oracle(
+    settings: Settings, embedder, batch_keys: list[str] | None = None
+) -> MemoryBackend:
+    """The exact oracle: the given batches (default: every batch applied to any store) in order."""
+    if batch_keys is None:
+        ledger = ledger_snapshot(settings.batches_dir, settings.stores)
+        batch_keys = sorted({k for applied in ledger.values() for k in applied})
     oracle = MemoryBackend(substring_mode=settings.substring_mode)
-    keys = sorted({k for s in STORE_NAMES for k in applied_batches(settings.batches_dir, s)})
-    for key in keys:
+    for key in sorted(batch_keys):
         apply_batch(
             oracle, settings.batches_dir, key, embedder.model_id, embedder.dim, record_applied=False
         )
-    log.info("oracle rebuilt from %d batches: %d chunks", len(keys), oracle.count())
+    log.info("oracle rebuilt from %d batches: %d chunks", len(batch_keys), oracle.count())
     return oracle
 
 
 @contextmanager
-def open_stores(pgvector_resource, chroma_resource) -> Iterator[dict]:
+def open_stores(**resources) -> Iterator[dict[str, VectorBackend]]:
+    """Open each store resource (anything with .open()) under its store name; closes them all."""
     with ExitStack() as stack:
-        yield {
-            "pgvector": stack.enter_context(pgvector_resource.open()),
-            "chroma": stack.enter_context(chroma_resource.open()),
-        }
+        yield {name: stack.enter_context(resource.open()) for name, resource in resources.items()}
+
+
+@contextmanager
+def open_named_stores(settings: Settings) -> Iterator[dict[str, VectorBackend]]:
+    """The stores a report compares, opened from settings (the CLI's way); closes them all."""
+    opened: dict[str, VectorBackend] = {}
+    try:
+        for name in PARITY_STORES:
+            opened[name] = open_backend(name, settings)
+        yield opened
+    finally:
+        for backend in opened.values():
+            backend.close()
+
+
+def _ledger_diff(expected: dict[str, str], backend: VectorBackend) -> dict:
+    diff = diff_hashes(expected, backend.chunk_hashes())
+    return {
+        **{kind: len(ids) for kind, ids in diff.items()},
+        **{f"{kind}_ids": ids[:LISTED_DIFF_IDS] for kind, ids in diff.items() if ids},
+    }
 
 
 def run_report(
-    settings: Settings, embedder, stores: dict, query_files: tuple[Path, ...] = ()
+    settings: Settings,
+    embedder,
+    stores: dict,
+    query_files: tuple[Path, ...] = (),
+    include_default_queries: bool = True,
 ) -> ParityReport:
-    """The full retriever on both stores and the oracle over the committed (+ extra) queries."""
-    queries = load_queries()
+    """The full retriever on every store and the oracle over the committed (+ extra) queries.
+
+    The ledger is read once, before anything else: the oracle, the ledger comparison and the
+    freshness gate all refer to that state, so a batch applied during the run makes the report
+    stale instead of letting it look fresh.
+    """
+    started = datetime.now(UTC)
+    ledger = ledger_snapshot(settings.batches_dir, settings.stores)
+    keys = sorted({k for applied in ledger.values() for k in applied})
+    queries = load_queries() if include_default_queries else []
     for extra in query_files:
         queries += load_queries(extra)
-    backends = {**stores, "memory": build_oracle(settings, embedder)}
+    expected = expected_chunks(settings.batches_dir, keys)
+    store_diffs = {name: _ledger_diff(expected, backend) for name, backend in stores.items()}
+    backends = {**stores, ORACLE: build_oracle(settings, embedder, keys)}
     reranker = load_reranker(settings.retrieval.reranker_model)
     retrievers = {
         name: Retriever(backend, embedder, settings.retrieval, reranker)
         for name, backend in backends.items()
     }
-    return run_parity(
-        retrievers, queries, reference="chroma", candidate="pgvector", oracle="memory"
+    report = run_parity(
+        retrievers, queries, reference=REFERENCE, candidate=CANDIDATE, oracle=ORACLE
     )
+    report.started_at = started.isoformat()
+    report.ledger = {"read_at": started.isoformat(), "applied": ledger}
+    report.store_diffs = store_diffs
+    record_evaluation(report, evaluate_report(settings, report), settings.parity)
+    return report
 
 
-def freshness_gate(settings: Settings, report: ParityReport) -> GateResult:
-    """A report older than the latest batch applied to either store cannot flip the switch."""
-    latest = latest_applied_at(settings.batches_dir, STORE_NAMES)
-    created = datetime.fromisoformat(report.created_at.replace("Z", "+00:00")).timestamp()
-    passed = latest is None or created >= latest
-    return GateResult(
-        name="report_is_fresh",
-        passed=passed,
-        value=created,
-        threshold=latest or 0.0,
-        detail="report is newer than the latest applied batch"
-        if passed
-        else "a batch was applied after this report: re-run parity_report",
-    )
+def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult]:
+    """THE evaluation of the gates: the report, the thresholds in settings, the ledger now."""
+    try:
+        ledger_now = ledger_snapshot(settings.batches_dir, settings.stores)
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
+        ledger_now = None
+    return evaluate_gates(report, settings.parity, ledger_now)
 
 
-def all_gates(settings: Settings, report: ParityReport) -> list[GateResult]:
-    return [*evaluate_gates(report, settings.parity), freshness_gate(settings, report)]
+def record_evaluation(
+    report: ParityReport, gates: list[GateResult], thresholds: ParityThresholds
+) -> None:
+    """Store the gate table in the report, with the thresholds it used (JSON and Markdown)."""
+    report.gates = [g.to_dict() for g in gates]
+    report.thresholds = asdict(thresholds)
+
+
+def latest_evaluation(settings: Settings) -> tuple[ParityReport | None, list[GateResult]]:
+    """The newest report on disk and its evaluation now ([] when there is no report)."""
+    report = load_latest(settings.reports_dir)
+    return report, (evaluate_report(settings, report) if report is not None else [])

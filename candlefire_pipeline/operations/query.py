@@ -5,15 +5,24 @@ from __future__ import annotations
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.operations.parity import build_oracle
+from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings
 
+SERVING = "serving"  # follow the switch, exactly as the app does (operations/reader.py)
+
 
 def run_query(
     settings: Settings, backend_name: str, text: str, entities: list[str], terms: list[str]
-) -> Retrieval:
+) -> tuple[str, Retrieval]:
+    """(backend used, retrieve() result) on one backend, or (backend_name "serving") on the one
+    the switch names, read exactly as the app reads it."""
     embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+    if backend_name == SERVING:
+        with ServingReader(settings, embedder) as reader:
+            retriever = reader.retriever()
+            return reader.backend_name, retriever.retrieve(text, entities, terms)
     if backend_name == "memory":
         backend = build_oracle(settings, embedder)
     else:
@@ -21,7 +30,7 @@ def run_query(
     try:
         reranker = load_reranker(settings.retrieval.reranker_model)
         retriever = Retriever(backend, embedder, settings.retrieval, reranker)
-        return retriever.retrieve(text, entity_names=entities, terms=terms)
+        return backend_name, retriever.retrieve(text, entity_names=entities, terms=terms)
     finally:
         backend.close()
 

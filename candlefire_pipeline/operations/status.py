@@ -1,64 +1,102 @@
-"""What `candlefire status` reports: the switch, the last parity report, store reachability."""
+"""What `candlefire status` reports: the switch and its pin, the gates of the latest report,
+pending history and store reachability."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
-from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
-from candlefire_pipeline.operations.serving import ServingState, read_state
-from candlefire_pipeline.parity.report import load_latest
+from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.pg_server import resolve_dsn
+from candlefire_pipeline.operations.parity import latest_evaluation
+from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
+from candlefire_pipeline.operations.serving_history import pending_entries
+from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
 from candlefire_pipeline.settings import Settings, redact_dsn
 
 
 @dataclass
 class Status:
-    serving: ServingState
+    serving: ServingState | None
+    serving_error: str | None = None
     report_id: str | None = None
     report_created_at: str | None = None
     headline: dict[str, float] = field(default_factory=dict)
+    gates: list[GateResult] = field(default_factory=list)
+    thresholds: dict = field(default_factory=dict)
+    pending_history: list[dict] = field(default_factory=list)
     chunk_counts: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def reachable(self) -> bool:
-        return not self.errors
+        return not self.errors and self.serving_error is None
 
 
 def _where(settings: Settings, store: str) -> str:
     if store == "pgvector":
         return redact_dsn(settings.pg_dsn)
+    if store == "qdrant":
+        from candlefire_pipeline.backends.qdrant_server import redact_url
+
+        return redact_url(settings.qdrant_url) if settings.qdrant_url else str(settings.qdrant_path)
     if settings.chroma_host:
         return f"http://{settings.chroma_host}:{settings.chroma_port}"
     return str(settings.chroma_path)
 
 
 def collect_status(settings: Settings) -> Status:
-    status = Status(serving=read_state(settings.serving_file))
-    report = load_latest(settings.reports_dir)
+    try:
+        status = Status(serving=read_state(settings.serving_file))
+    except ValueError as exc:
+        status = Status(serving=None, serving_error=str(exc))
+    report, status.gates = latest_evaluation(settings)
+    status.thresholds = asdict(settings.parity)
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
         status.headline = report.headline()
-    for store in STORE_NAMES:
+    for store in settings.stores:
         try:
             backend = open_backend(store, settings)
             try:
                 status.chunk_counts[store] = backend.count()
+                if store == "pgvector":  # Postgres answers: a good moment to replay history
+                    sync_history(settings, resolve_dsn(settings))
             finally:
                 backend.close()
         except Exception as exc:  # noqa: BLE001 - any failure means unreachable, said plainly
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
+    status.pending_history = pending_entries(settings.serving_pending_file)
     return status
 
 
 def format_status(status: Status) -> str:
     s = status.serving
-    lines = [f"serving backend: {s.backend}"]
-    lines.append(f"  changed: {s.changed_at or 'never'}; report: {s.report_id or '-'}; {s.reason}")
-    if status.report_id:
-        lines.append(f"last parity report: {status.report_id} ({status.report_created_at})")
-        lines += [f"  {k}: {v:.4g}" for k, v in sorted(status.headline.items())]
+    if s is None:
+        lines = [f"serving backend: UNKNOWN - {status.serving_error}"]
     else:
-        lines.append("last parity report: none")
+        lines = [f"serving backend: {s.backend}", f"  state: {s.describe()}"]
+        lines.append(
+            f"  last change: {s.changed_at or 'never'} by {s.actor or '-'} "
+            f"({s.event or '-'}); report: {s.report_id or '-'}; {s.reason}"
+        )
+    if status.pending_history:
+        lines.append(
+            f"  history PENDING: {len(status.pending_history)} change(s) not yet in Postgres; "
+            "replayed on the next successful connection"
+        )
+    if status.report_id:
+        names = failed(status.gates)
+        verdict = f"FAILS {', '.join(names)}" if names else "passes every gate"
+        lines.append(
+            f"last parity report: {status.report_id} ({status.report_created_at}): {verdict}"
+        )
+        lines += [f"  {k}: {v:.4g}" for k, v in sorted(status.headline.items())]
+        lines += [
+            "gates (evaluated now, thresholds from settings):",
+            format_gate_table(status.gates),
+        ]
+    else:
+        lines.append("last parity report: none (no gate can pass)")
     for store, count in status.chunk_counts.items():
         lines.append(f"{store}: {count} chunks")
     for store, error in status.errors.items():

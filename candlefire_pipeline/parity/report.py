@@ -1,4 +1,4 @@
-"""The parity report (JSON + Markdown on disk) and the gates that decide the serving flip."""
+"""The parity report (JSON + Markdown on disk): figures, divergences and the gates it passed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from candlefire_pipeline.fsutil import write_atomic
-from candlefire_pipeline.settings import ParityThresholds
+from candlefire_pipeline.parity.gates import gate_table_markdown, gates_from_dicts
 
 DIVERGENCE_KINDS = ("case", "short_term", "missing_chunk", "ann_miss", "order", "other")
 REPORT_GLOB = "parity-*.json"
@@ -45,15 +45,6 @@ class Divergence:
     detail: str = ""
 
 
-@dataclass(frozen=True)
-class GateResult:
-    name: str
-    passed: bool
-    value: float
-    threshold: float
-    detail: str
-
-
 @dataclass
 class ParityReport:
     report_id: str
@@ -67,6 +58,12 @@ class ParityReport:
     divergences: list[Divergence]
     chunk_counts: dict[str, int]
     inventory: dict = field(default_factory=dict)  # reference-vs-candidate chunk_hashes diff
+    # what the run saw and how it was judged (operations/parity.py fills these in)
+    started_at: str = ""  # UTC ISO 8601, when the run read the ledger (before any query)
+    ledger: dict = field(default_factory=dict)  # {"read_at", "applied": {store: {batch: t}}}
+    store_diffs: dict = field(default_factory=dict)  # store -> missing/orphaned/stale vs ledger
+    thresholds: dict = field(default_factory=dict)  # the ParityThresholds the gates used
+    gates: list[dict] = field(default_factory=list)  # GateResult dicts at creation time
 
     # numbers ----------------------------------------------------------------------
     def latency(self, backend: str, stat: str, store_only: bool = False) -> float:
@@ -116,9 +113,9 @@ class ParityReport:
         values["divergences"] = [Divergence(**d) for d in data["divergences"]]
         return cls(**values)
 
-    def to_markdown(self, thresholds: ParityThresholds | None = None) -> str:
-        """Headline table, gate table (default thresholds unless given), per-query table and
-        the divergence list."""
+    def to_markdown(self) -> str:
+        """Headline table, the recorded gate table with its thresholds, per-query table and the
+        divergence list."""
         return "\n".join(
             [
                 f"# Parity report {self.report_id}",
@@ -131,7 +128,7 @@ class ParityReport:
                 "",
                 "## Gates",
                 "",
-                *_gate_table(evaluate_gates(self, thresholds or ParityThresholds())),
+                *_gates_section(self),
                 "",
                 "## Queries",
                 "",
@@ -162,42 +159,6 @@ def load_latest(reports_dir: Path) -> ParityReport | None:
     return ParityReport.from_dict(json.loads(paths[-1].read_text(encoding="utf-8")))
 
 
-def evaluate_gates(report: ParityReport, thresholds: ParityThresholds) -> list[GateResult]:
-    """The blocking checks for the flip, from the report alone (the staleness gate is separate)."""
-    agg = report.aggregates
-    grounding = float(agg["grounding_agreement"])
-    mean_overlap = float(agg["mean_overlap"])
-    ratio = report.p95_ratio()
-    counts = report.chunk_counts
-    ref_count, cand_count = counts[report.reference], counts[report.candidate]
-    differing = int(report.inventory.get("differing", 0))
-    return [
-        GateResult(
-            "grounding_agreement", grounding >= thresholds.grounding_agreement, grounding,
-            thresholds.grounding_agreement,
-            f"{agg['grounding_checks']} grounding booleans compared",
-        ),
-        GateResult(
-            "mean_overlap", mean_overlap >= thresholds.mean_overlap, mean_overlap,
-            thresholds.mean_overlap,
-            f"mean top-15 PMID overlap over {len(report.queries)} queries "
-            f"(min {float(agg['min_overlap']):.3f})",
-        ),
-        GateResult(
-            "p95_ratio", ratio <= thresholds.p95_ratio, ratio, thresholds.p95_ratio,
-            f"store-side p95 (query embedding excluded): {report.candidate} "
-            f"{report.latency(report.candidate, 'p95', True):.1f} ms vs {report.reference} "
-            f"{report.latency(report.reference, 'p95', True):.1f} ms",
-        ),
-        GateResult(
-            "chunk_counts_equal", ref_count == cand_count and differing == 0,
-            float(abs(cand_count - ref_count) + differing), 0.0,
-            f"{report.reference} {ref_count} chunks, {report.candidate} {cand_count}; "
-            f"{differing} chunk ids missing or different on one side",
-        ),
-    ]  # fmt: skip
-
-
 def _cell(value: object) -> str:
     return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
 
@@ -207,12 +168,16 @@ def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
     return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
 
 
-def _gate_table(gates: list[GateResult]) -> list[str]:
-    rows = [
-        (g.name, "pass" if g.passed else "FAIL", f"{g.value:.4g}", f"{g.threshold:.4g}", g.detail)
-        for g in gates
+def _gates_section(report: ParityReport) -> list[str]:
+    if not report.gates:
+        return ["Not evaluated: this report was not produced by a parity run; it cannot flip."]
+    thresholds = ", ".join(f"{k} {v:g}" for k, v in sorted(report.thresholds.items()))
+    return [
+        f"Thresholds used: {thresholds}. Freshness is checked again against the ledger whenever "
+        "the report is used (blocking checks, `candlefire status`, the switch).",
+        "",
+        gate_table_markdown(gates_from_dicts(report.gates)),
     ]
-    return _table(("gate", "result", "value", "threshold", "detail"), rows)
 
 
 def _query_table(report: ParityReport) -> list[str]:

@@ -45,22 +45,22 @@ def rrf_merge(lists: Sequence[Iterable[dict]], k: int = 10, top: int = 20) -> li
 
 
 def recency_factor(
-    year: int | None, start: int = 1990, end: int = 2025, max_factor: float = 1.5
+    year: int | None, start: int = 1990, end: int = 2025, end_factor: float = 1.5
 ) -> float:
-    """1.0 at or before `start`, `max_factor` at or after `end`, linear between.
+    """1.0 up to `start`, `end_factor` at `end`, linear and NOT capped: later years keep rising.
 
-    An unknown year (None) gets 1.0: no recency bonus rather than a guessed one.
+    candle-fire's rule: 2026 gets 1.514 with the defaults. A missing year (None, or 0 as some
+    corpora write it) counts as `start`, so it gets 1.0.
     """
     if end <= start:
         raise ValueError(f"recency window must have end > start, got {start}..{end}")
-    if year is None:
-        return 1.0
-    fraction = min(max((year - start) / (end - start), 0.0), 1.0)
-    return 1.0 + (max_factor - 1.0) * fraction
+    if not year:
+        year = start
+    return 1.0 + (end_factor - 1.0) * max(0, year - start) / (end - start)
 
 
 def apply_citation_boost(
-    results: Iterable[dict], start: int = 1990, end: int = 2025, max_factor: float = 1.5
+    results: Iterable[dict], start: int = 1990, end: int = 2025, end_factor: float = 1.5
 ) -> list[dict]:
     """final_score = rerank_score x ln(citation_count + 2) x recency factor; best first, stable.
 
@@ -73,7 +73,7 @@ def apply_citation_boost(
         citations = row.get("citation_count") or 0
         if citations < 0:
             raise ValueError(f"row {row.get('chunk_id')!r} has citation_count {citations} < 0")
-        factor = recency_factor(row.get("year"), start, end, max_factor)
+        factor = recency_factor(row.get("year"), start, end, end_factor)
         final = row["rerank_score"] * math.log(citations + 2) * factor
         boosted.append({**row, "final_score": final})
     return sorted(boosted, key=lambda row: -row["final_score"])

@@ -257,7 +257,7 @@ class Retriever:
                     reranked,
                     settings.recency_start_year,
                     settings.recency_end_year,
-                    settings.recency_max_factor,
+                    settings.recency_end_factor,
                 )
         return Retrieval(
             results=results,

@@ -33,6 +33,7 @@ def test_empty_store_answers_empty(backend):
     assert backend.stored_model() is None
     assert backend.count() == 0
     assert backend.paper_hashes() == {} and backend.chunk_hashes() == {}
+    assert backend.paper_chunks() == {} and backend.paper_chunks(["1"]) == {}
     assert not backend.has_paper("1")
     assert backend.semantic_candidates(unit_vectors(2, DIM), 5) == [[], []]
     assert backend.substring_candidates(["x"], unit_vectors(1, DIM)[0], 5) == []
@@ -49,6 +50,11 @@ def test_replace_delete_count_and_inventory(backend):
     assert backend.paper_hashes(["3", "2", "9"]) == {"2": "p-2", "3": "p-3"}
     assert backend.paper_hashes([]) == {}
     assert backend.chunk_hashes() == {"1": "c-1-0", "2_s0": "c-2-0", "2_s1": "c-2-1", "3": "c-3-0"}
+    assert backend.paper_chunks(["2", "9"]) == {"2": {"2_s0": "c-2-0", "2_s1": "c-2-1"}}
+    assert backend.paper_chunks([]) == {}
+    assert backend.paper_chunks() == {
+        "1": {"1": "c-1-0"}, "2": {"2_s0": "c-2-0", "2_s1": "c-2-1"}, "3": {"3": "c-3-0"},
+    }  # fmt: skip
     assert backend.has_paper("2") and not backend.has_paper("4")
 
     # replacing paper 2 with one chunk drops its other chunk and leaves papers 1 and 3 alone

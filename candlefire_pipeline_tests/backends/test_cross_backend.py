@@ -1,4 +1,4 @@
-"""The three backends return the same rows for the same data (exact search on small data)."""
+"""Every backend returns the same rows for the same data (exact search on small data)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter
+from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline_tests.fixtures_backends import (
     BACKEND_NAMES,
     chunk,
@@ -91,7 +92,7 @@ def test_fetch_agrees(stores, where):
 
 
 def test_inventory_agrees(stores):
-    for name in ("pgvector", "chroma"):
+    for name in STORE_NAMES:
         assert stores[name].count() == stores["memory"].count()
         assert stores[name].paper_hashes() == stores["memory"].paper_hashes()
         assert stores[name].chunk_hashes() == stores["memory"].chunk_hashes()

@@ -14,6 +14,7 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.qdrant import QdrantBackend
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 
@@ -28,7 +29,12 @@ def settings(tmp_path, pg_dsn) -> Settings:
 
 @pytest.mark.parametrize(
     ("name", "kind"),
-    [("pgvector", PgVectorBackend), ("chroma", ChromaBackend), ("memory", MemoryBackend)],
+    [
+        ("pgvector", PgVectorBackend),
+        ("chroma", ChromaBackend),
+        ("qdrant", QdrantBackend),
+        ("memory", MemoryBackend),
+    ],
 )
 def test_open_backend_by_name(settings, name, kind):
     store = open_backend(name, settings)
@@ -43,7 +49,7 @@ def test_open_backend_by_name(settings, name, kind):
 
 def test_open_backend_rejects_unknown_name_and_keeps_chroma_case_sensitive(settings):
     with pytest.raises(ValueError, match="unknown backend"):
-        open_backend("qdrant", settings)
+        open_backend("milvus", settings)
     with pytest.raises(ValueError, match="ilike"):
         ChromaBackend(path=settings.chroma_path, substring_mode="ilike")
     chroma = open_backend("chroma", replace(settings, substring_mode="ilike"))
@@ -52,6 +58,11 @@ def test_open_backend_rejects_unknown_name_and_keeps_chroma_case_sensitive(setti
     assert (
         open_backend("memory", replace(settings, substring_mode="ilike")).substring_mode == "ilike"
     )
+    with pytest.raises(ValueError, match="case-sensitive"):
+        QdrantBackend(path=settings.qdrant_path, substring_mode="ilike")
+    qdrant = open_backend("qdrant", replace(settings, substring_mode="ilike"))
+    assert qdrant.substring_mode == "like" and qdrant.local
+    qdrant.close()
 
 
 def test_resolve_dsn_prefers_the_configured_dsn(settings):

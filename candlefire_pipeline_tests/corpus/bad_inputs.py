@@ -41,6 +41,70 @@ class JsonlCase:
     name: str = "batch.jsonl"
 
 
+def raw(text: str) -> bytes:
+    """A JSONL line written by hand (JSON escapes kept as typed) around a good pmid/title."""
+    return text.encode("ascii") + b"\n"
+
+
+#: Strings that parse (JSON escapes) and that every store can hold: accepted as they are.
+WRITABLE_ODDITIES = (
+    "\ufffe\uffff\ufdd0\ufdef\U0010fffe\U0010ffff"  # non-characters
+    "\u2028\u2029\x85"  # line / paragraph separators, NEL
+    "\x01\x1f\x7f\x9f"  # C0 / C1 control characters other than NUL
+    "\ufeff\u200b\u200e\u202e"  # BOM mid-text, zero-width space, LRM, RTL override
+    "e\u0301\U0001f600\U0001d4d0"  # combining accent, emoji, astral letter
+)
+
+
+def unwritable_cases() -> list[JsonlCase]:
+    """Values that parse but that no UTF-8 store can hold, and numbers at the edges."""
+    good = ["1", "3"]
+    bad = "invalid_unicode"
+    return [
+        JsonlCase("lone high surrogate in title", around(line(rec("2", title="a\ud800b"))), good,
+                  [(2, f"{bad}: title holds a lone surrogate U+D800 at character 1")]),
+        JsonlCase("lone low surrogate in abstract", around(line(rec("2", abstract="\udc00"))),
+                  good, [(2, f"{bad}: abstract holds a lone surrogate U+DC00")]),
+        JsonlCase("reversed surrogate pair in full text",
+                  around(line(rec("2", full_text="x\udc00\ud800"))), good,
+                  [(2, f"{bad}: full_text holds a lone surrogate U+DC00")]),
+        JsonlCase("surrogate in an author", around(line(rec("2", authors=["A", "B\udbff"]))),
+                  good, [(2, f"{bad}: authors[1] holds a lone surrogate U+DBFF")]),
+        JsonlCase("surrogate in a MeSH term", around(line(rec("2", mesh_terms=["\ud800"]))),
+                  good, [(2, f"{bad}: mesh_terms[0]")]),
+        JsonlCase("surrogate in an entity name",
+                  around(line(rec("2", entity_names=["SOD1", "x\udfff"]))), good,
+                  [(2, f"{bad}: entity_names[1]")]),
+        JsonlCase("surrogate in doi", around(line(rec("2", doi="10.1/\ud800"))), good,
+                  [(2, f"{bad}: doi")]),
+        JsonlCase("surrogate in pmid", around(line(rec("2\ud800"))), good, [(2, "bad_pmid")]),
+        JsonlCase("surrogate as year", around(line(rec("2", year="\ud800"))), good,
+                  [(2, "wrong_type")]),
+        JsonlCase("surrogate in an unknown key", around(line(rec("2") | {"\ud800": "\udc00"})),
+                  ["1", "2", "3"]),
+        JsonlCase("valid surrogate pair (emoji)", around(raw(
+            '{"pmid": "2", "title": "SOD1 \\ud83d\\ude00", "abstract": "a"}')), ["1", "2", "3"]),
+        JsonlCase("non-characters and control characters",
+                  around(line(rec("2", title=WRITABLE_ODDITIES, authors=[WRITABLE_ODDITIES]))),
+                  ["1", "2", "3"]),
+        JsonlCase("integer of 5,000 digits", around(raw(
+            '{"pmid": "2", "title": "t", "year": ' + "9" * 5000 + "}")), good,
+            [(2, "invalid_json: Exceeds the limit (4300 digits)")]),
+        JsonlCase("integer of 400 digits", around(line(rec("2", citation_count=10**400))), good,
+                  [(2, "out_of_range: citation_count 1000000000")]),
+        JsonlCase("float 1e400 (infinity)", around(raw(
+            '{"pmid": "2", "title": "t", "citation_count": 1e400}')), good, [(2, "wrong_type")]),
+        JsonlCase("float -1e400 as year",
+                  around(raw('{"pmid": "2", "title": "t", "year": -1e400}')), good,
+                  [(2, "wrong_type")]),
+        JsonlCase("float of 5,000 digits", around(raw(
+            '{"pmid": "2", "title": "t", "year": ' + "1" * 5000 + ".5}")), good,
+            [(2, "wrong_type")]),
+        JsonlCase("Infinity literal", around(raw('{"pmid": "2", "title": "t", "year": Infinity}')),
+                  good, [(2, "wrong_type")]),
+    ]  # fmt: skip
+
+
 def _markers(n: int) -> str:
     return "\n".join(f"[Part {i}]\ntext {i}" for i in range(n))
 
@@ -184,6 +248,13 @@ def article(pmid: str, extra: str = "") -> str:
     )
 
 
+def article_year(pmid: str, year: str) -> str:
+    """article() with a PubDate/Year instead of a MedlineDate."""
+    return article(pmid).replace(
+        "<MedlineDate>1998 Dec-1999 Jan</MedlineDate>", f"<Year>{year}</Year>"
+    )
+
+
 def xml_set(*parts: str, doctype: str = "") -> bytes:
     body = "".join(parts)
     return f"<?xml version='1.0'?>{doctype}<PubmedArticleSet>{body}</PubmedArticleSet>".encode()
@@ -254,6 +325,27 @@ XML_RECORD_CASES = [
         ["1"],
         [(2, "deleted_in_batch")],
         ["2"],
+    ),
+    (
+        "XML superscript digits as year",  # str.isdigit() is True, int() refuses them
+        xml_set(article("1"), article_year("2", "\u00b9\u2079\u2079\u2078")),
+        ["1"],
+        [(2, "wrong_type")],
+        [],
+    ),
+    (
+        "XML year of 5,000 digits",  # more than int() converts
+        xml_set(article("1"), article_year("2", "9" * 5000)),
+        ["1"],
+        [(2, "wrong_type")],
+        [],
+    ),
+    (
+        "XML year of 30 digits",
+        xml_set(article("1"), article_year("2", "9" * 30)),
+        ["1"],
+        [(2, "out_of_range")],
+        [],
     ),
     (
         "XML external DTD reference",

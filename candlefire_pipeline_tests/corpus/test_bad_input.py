@@ -10,12 +10,15 @@ from candlefire_pipeline.corpus.drops import DropFileError, write_chunks, write_
 from candlefire_pipeline.corpus.records import Accepted, RecordStream
 from candlefire_pipeline_tests.corpus.bad_inputs import (
     UNREADABLE,
+    WRITABLE_ODDITIES,
     XML_RECORD_CASES,
     jsonl_cases,
+    line,
     rec,
+    unwritable_cases,
 )
 
-JSONL_CASES = jsonl_cases()
+JSONL_CASES = jsonl_cases() + unwritable_cases()
 
 
 def batch(tmp_path, name: str, data: bytes):
@@ -87,7 +90,7 @@ def test_failure_mid_write_leaves_no_files_and_keeps_the_previous_batch(tmp_path
     write_papers(drop, out_dir)
     before = {p.name: p.read_bytes() for p in out_dir.iterdir()}
 
-    def broken_stream(path):
+    def broken_stream(path, limits=None):
         def outcomes():
             paper = rec("1") | {"record_no": 1, "paper_hash": "h", "title": "t", "abstract": "a"}
             yield Accepted(1, paper)
@@ -116,3 +119,25 @@ def test_reasons_markdown_lists_kinds_with_counts_and_samples(tmp_path):
     assert table[3].startswith("| invalid_json | 2 | record 1: invalid_json")
     assert table[4] == "| (2 more kinds) | 2 | |"
     assert "x\\|y" in summary.reasons_markdown()
+
+
+def test_unwritable_values_never_reach_a_written_row(tmp_path):
+    data = b"".join(
+        [
+            line(rec("1", title=WRITABLE_ODDITIES)),
+            line(rec("2\ud800x", title="\ud800")),  # bad pmid: its reject row carries it
+            line(rec("3", title="emoji \U0001f600")),
+        ]
+    )
+    drop, out_dir = batch(tmp_path, "b.jsonl", data)
+    summary = write_papers(drop, out_dir)
+    assert (summary.accepted, summary.rejected) == (2, 1)
+    papers = {p["pmid"]: p for p in pq.read_table(out_dir / "papers.parquet").to_pylist()}
+    assert papers["1"]["title"] == WRITABLE_ODDITIES  # kept exactly, not cleaned
+    assert papers["3"]["title"] == "emoji \U0001f600"
+    [reject] = pq.read_table(out_dir / "rejects.parquet").to_pylist()
+    assert reject["pmid"] == "2\ufffdx" and reject["reason"].startswith("bad_pmid")
+    assert "\\ud800" in reject["excerpt"]  # the raw line, escape and all
+    assert write_chunks(out_dir).chunks == 2
+    chunks = pq.read_table(out_dir / "chunks.parquet").to_pylist()
+    assert WRITABLE_ODDITIES in chunks[0]["document"]

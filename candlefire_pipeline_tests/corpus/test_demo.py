@@ -92,10 +92,18 @@ def _texts(papers: list[dict]) -> str:
 @pytest.mark.parametrize(
     "spelling",
     ["SPG302", "SPG 302", "SPG-302", "AMX0035", "AMX-0035", "ATH-1105", "ATH1105", "tofersen",
-     "riluzole", "Riluzole", "TDP-43", "SOD1", "C9orf72", "FUS", "NF", "C9"],
+     "riluzole", "Riluzole", "TDP-43", "SOD1", "C9orf72", "FUS", "NF", "C9", "SOD1-G93A",
+     "Q-331K"],
 )  # fmt: skip
 def test_spelling_variants_genes_and_short_tokens_are_present(first_batch, spelling):
     assert spelling in _texts(first_batch["papers"])
+
+
+@pytest.mark.parametrize("spelling", ["Q331K", "Q 331K", "G 93A", "G-93A"])
+def test_mutation_spellings_the_queries_must_reach_through_variants_are_absent(
+    first_batch, spelling
+):
+    assert spelling not in _texts(first_batch["papers"])
 
 
 @pytest.mark.parametrize("term", ["edaravone", "tofersen"])

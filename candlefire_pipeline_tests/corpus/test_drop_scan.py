@@ -65,3 +65,16 @@ def test_mtime_change_alone_makes_a_new_run_key(tmp_path):
     before = scan_drops(tmp_path)[0]
     os.utime(path, ns=(before.mtime_ns + 10**9, before.mtime_ns + 10**9))
     assert scan_drops(tmp_path)[0].run_key != before.run_key
+
+
+def test_a_drop_taken_in_elsewhere_is_skipped_until_it_changes():
+    drop = DropFile("a.jsonl", 10, 1)
+    taken_in = {"a.jsonl": drop.run_key}
+    ready, cursor = ready_drops([drop], DropCursor(), taken_in)
+    ready, cursor = ready_drops([drop], cursor, taken_in)
+    assert ready == [] and cursor.pending == {} and cursor.seen == {}
+    changed = DropFile("a.jsonl", 12, 2)
+    ready, cursor = ready_drops([changed], cursor, taken_in)
+    assert ready == [] and cursor.pending == {"a.jsonl": [12, 2]}
+    ready, cursor = ready_drops([changed], cursor, taken_in)
+    assert ready == [changed]

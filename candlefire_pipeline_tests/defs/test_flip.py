@@ -1,4 +1,5 @@
-"""The gated, reversible flip: parity_report -> blocking checks -> serving_backend."""
+"""The gated, reversible flip through Dagster: parity_report -> blocking checks ->
+serving_backend, with the default thresholds (no test raises one to make a flip pass)."""
 
 import dagster as dg
 import psycopg
@@ -6,8 +7,11 @@ import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.operations.serving import history, read_state
+from candlefire_pipeline.operations.serving import INITIAL, PINNED, PROMOTED, read_state
+from candlefire_pipeline.operations.serving_history import history
+from candlefire_pipeline.parity.gates import GATES
 from candlefire_pipeline.parity.report import load_latest
+from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import (
     Pipeline,
     check_results,
@@ -15,6 +19,9 @@ from candlefire_pipeline_tests.defs.pipeline_harness import (
     metadata,
     pipeline_env,
 )
+
+#: what an empty or emptied deployment must fail, each by name
+NO_EVIDENCE = {"corpus_size", "queries_with_results", "stores_hold_current_versions"}
 
 
 @pytest.fixture
@@ -28,23 +35,93 @@ def demo(tmp_path, monkeypatch, pg_dsn):
         yield settings, pipeline, drops
 
 
-def test_passing_checks_flip_to_pgvector_and_rollback_restores_chroma(demo, pg_dsn, capsys):
+def failed_checks(result) -> set[str]:
+    return {name for name, passed in check_results(result).items() if not passed}
+
+
+def test_a_rollback_holds_against_the_schedule_and_reruns_until_promote(demo, pg_dsn, capsys):
     settings, pipeline, _ = demo
-    assert read_state(settings.serving_file).backend == "chroma"
-    result = pipeline.parity()
-    checks = check_results(result)
-    assert checks and all(checks.values()), checks
-    meta = metadata(result, "serving_backend")
-    assert meta["serving_backend"] == "pgvector" and meta["flipped_now"]
-    report_meta = metadata(result, "parity_report")
-    assert "| " in report_meta["report"] and report_meta["mean_overlap"] >= 0.9
-    state = read_state(settings.serving_file)
-    assert (state.backend, state.report_id) == ("pgvector", report_meta["report_id"])
-    assert candlefire(["rollback", "--reason", "test rollback"]) == 0
-    assert read_state(settings.serving_file).backend == "chroma"
-    assert [h["backend"] for h in history(pg_dsn)][:2] == ["chroma", "pgvector"]
+    assert read_state(settings.serving_file).state == INITIAL
+    first = pipeline.parity()
+    assert set(check_results(first)) == set(GATES) and not failed_checks(first)
+    meta = metadata(first, "serving_backend")
+    assert (meta["serving_backend"], meta["flipped_now"], meta["decision"]) == (
+        "pgvector", True, "changed",
+    )  # fmt: skip
+    report_id = metadata(first, "parity_report")["report_id"]
+    assert "| report_is_fresh | pass |" in metadata(first, "parity_report")["gates"]
+    assert read_state(settings.serving_file).report_id == report_id
+    # a re-run while promoted: nothing to do, nothing recorded
+    again = metadata(pipeline.serving_only(), "serving_backend")
+    assert (again["serving_backend"], again["decision"]) == ("pgvector", "unchanged")
+
+    assert candlefire(["rollback", "--reason", "bad answers in prod", "--by", "oncall"]) == 0
+    pinned = read_state(settings.serving_file)
+    assert (pinned.state, pinned.actor, pinned.report_id) == (PINNED, "oncall", report_id)
+
+    nightly = pipeline.scheduled_parity_run()  # a new report passing every gate
+    assert nightly.success and not failed_checks(nightly)
+    nightly_id = metadata(nightly, "parity_report")["report_id"]
+    for meta in (
+        metadata(nightly, "serving_backend"),
+        metadata(pipeline.serving_only(), "serving_backend"),  # re-run with the same report
+    ):
+        assert (meta["serving_backend"], meta["decision"], meta["pinned"]) == (
+            "chroma", "refused", True,
+        )  # fmt: skip
+        assert (
+            meta["pin_reason"] == "bad answers in prod" and "candlefire promote" in meta["verdict"]
+        )
+        assert "| mean_overlap | pass |" in meta["gates"]
+    assert read_state(settings.serving_file) == pinned
+
     assert candlefire(["status"]) == 0
-    assert "serving backend: chroma" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "PINNED by oncall" in out and "bad answers in prod" in out
+    assert "passes every gate" in out and "p95_ratio" in out and "threshold" in out
+
+    # the only way out of the pin: promote, on a report newer than the pin
+    assert candlefire(["promote", "--reason", "fixed upstream", "--by", "oncall"]) == 0
+    promoted = read_state(settings.serving_file)
+    assert (promoted.state, promoted.report_id, promoted.event) == (PROMOTED, nightly_id, "promote")
+    rows = history(pg_dsn)[:3]
+    assert [(r["state"], r["event"], r["report_id"]) for r in rows] == [
+        (PROMOTED, "promote", nightly_id),
+        (PINNED, "rollback", report_id),
+        (PROMOTED, "auto_promote", report_id),
+    ]
+    assert rows[1]["reason"] == "bad answers in prod" and rows[0]["actor"] == "oncall"
+
+
+def test_an_empty_deployment_never_flips(tmp_path, monkeypatch, pg_dsn):
+    settings = pipeline_env(monkeypatch, tmp_path / "data", pg_dsn)
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        pipeline = Pipeline(instance)
+        result = pipeline.parity()
+        assert NO_EVIDENCE | {"report_is_fresh"} <= failed_checks(result)
+        assert not materialized(result, "serving_backend")
+        meta = metadata(pipeline.serving_only(), "serving_backend")  # run on its own
+    assert (meta["serving_backend"], meta["decision"]) == ("chroma", "refused")
+    assert NO_EVIDENCE | {"report_is_fresh"} <= set(meta["failed_gates"].split(", "))
+    assert "| corpus_size | FAIL | 0 |" in meta["gates"]
+    assert read_state(settings.serving_file).state == INITIAL
+
+
+def test_emptied_stores_never_flip(demo):
+    settings, pipeline, _ = demo
+    from candlefire_pipeline.backends.factory import open_backend
+
+    for name in ("pgvector", "chroma"):
+        store = open_backend(name, settings)
+        store.reset()
+        store.close()
+    result = pipeline.parity()
+    assert NO_EVIDENCE <= failed_checks(result)
+    assert "report_is_fresh" not in failed_checks(result)  # the ledger did not move
+    assert not materialized(result, "serving_backend")
+    assert read_state(settings.serving_file).state == INITIAL
+    report = load_latest(settings.reports_dir)
+    assert report.store_diffs["pgvector"]["missing"] == report.chunk_counts["memory"] > 0
 
 
 def test_a_chunk_deleted_behind_the_pipelines_back_blocks_the_flip(demo, pg_dsn):
@@ -53,29 +130,39 @@ def test_a_chunk_deleted_behind_the_pipelines_back_blocks_the_flip(demo, pg_dsn)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f"DELETE FROM {settings.pg_table} WHERE chunk_id = %s", (victim,))
     result = pipeline.parity()
-    assert check_results(result)["chunk_counts_equal"] is False
+    assert failed_checks(result) == {"chunk_counts_equal", "stores_hold_current_versions"}
     assert not materialized(result, "serving_backend")
     assert read_state(settings.serving_file).backend == "chroma"
     report = load_latest(settings.reports_dir)
     missing = [d for d in report.divergences if d.kind == "missing_chunk"]
     assert any(d.chunk_id == victim for d in missing), missing
+    assert report.store_diffs["pgvector"]["missing_ids"] == [victim]
     assert victim in report.to_markdown()
 
 
 def test_a_report_older_than_the_last_ingested_batch_does_not_flip(demo):
     settings, pipeline, drops = demo
-    assert pipeline.parity().success  # flips on the fresh report
-    candlefire(["rollback", "--reason", "reset for the staleness test"])
+    report_only = pipeline.parity(selection=["parity_report"])
+    assert not failed_checks(report_only)
     assert pipeline.ingest(drops[1]).success  # a newer batch: the report is now stale
-    result = dg.materialize(
-        pipeline_assets_for_serving(),
-        instance=pipeline.instance,
-        resources=pipeline_resources(),
-        selection=["serving_backend"],
-    )
-    meta = metadata(result, "serving_backend")
-    assert meta["serving_backend"] == "chroma" and "report_is_fresh" in meta["verdict"]
-    assert read_state(settings.serving_file).backend == "chroma"
+    meta = metadata(pipeline.serving_only(), "serving_backend")
+    assert (meta["serving_backend"], meta["decision"]) == ("chroma", "refused")
+    assert meta["failed_gates"] == "report_is_fresh"
+    assert "applied after the report read the ledger" in meta["gates"]
+    assert read_state(settings.serving_file).state == INITIAL
+
+
+def test_the_p95_gate_blocks_a_flip_for_real(demo):
+    """pgvector made genuinely slower (latency added to its reads): with the default threshold
+    the p95 gate alone fails, and serving stays on Chroma."""
+    settings, pipeline, _ = demo
+    result = pipeline.parity(slow_pgvector_s=0.05)
+    assert failed_checks(result) == {"p95_ratio"}
+    assert not materialized(result, "serving_backend")
+    assert read_state(settings.serving_file).state == INITIAL
+    report = load_latest(settings.reports_dir)
+    assert report.thresholds["p95_ratio"] == ParityThresholds().p95_ratio == 1.5
+    assert report.p95_ratio() > 1.5
 
 
 def load_any_full_text_chunk(settings) -> str:
@@ -84,16 +171,3 @@ def load_any_full_text_chunk(settings) -> str:
     batch = sorted(settings.batches_dir.iterdir())[0]
     ids = pq.read_table(batch / "chunks.parquet")["chunk_id"].to_pylist()
     return next(i for i in ids if i.endswith("_s1"))
-
-
-def pipeline_assets_for_serving():
-    from candlefire_pipeline.defs.parity_assets import parity_report, serving_backend
-
-    return [parity_report, serving_backend]
-
-
-def pipeline_resources():
-    from candlefire_pipeline.defs.resources import build_resources
-    from candlefire_pipeline.settings import Settings
-
-    return build_resources(Settings.from_env())

@@ -5,7 +5,7 @@ import json
 import dagster as dg
 import pyarrow.parquet as pq
 
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.corpus.schema import PAPER_SCHEMA
 from candlefire_pipeline.settings import Settings
@@ -16,7 +16,7 @@ PAPER_FIELDS = [f.name for f in PAPER_SCHEMA if f.name not in ("record_no", "pap
 
 def _store_hashes(settings: Settings) -> dict[str, dict[str, str]]:
     out = {}
-    for name in ("pgvector", "chroma"):
+    for name in STORE_NAMES:
         backend = open_backend(name, settings)
         try:
             out[name] = backend.chunk_hashes()
@@ -58,8 +58,8 @@ def test_updates_upgrades_deletes_and_an_old_rerun_converge(tmp_path, monkeypatc
         assert Pipeline(instance).ingest("0001-latest.jsonl").success
         expected = _store_hashes(scratch)
 
-    assert incremental["pgvector"] == incremental["chroma"] == expected["pgvector"]
-    assert expected["pgvector"] == expected["chroma"]
+    for name in STORE_NAMES:
+        assert incremental[name] == expected[name] == expected["pgvector"], name
 
 
 def test_demo_drops_exercise_update_upgrade_and_delete(tmp_path):

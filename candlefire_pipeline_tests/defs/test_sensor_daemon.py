@@ -1,4 +1,4 @@
-"""End to end with the daemon: a new drop file is ingested into both stores with no manual step."""
+"""End to end with the daemon: a new drop file is ingested into every store with no manual step."""
 
 import json
 import os
@@ -13,7 +13,7 @@ from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.ui.dagster_dev import running_dagster_dev
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-STORES = ("pgvector_chunks", "chroma_chunks")
+STORES = ("pgvector_chunks", "chroma_chunks", "qdrant_chunks")
 
 
 def _materialized_partitions(home: Path, asset: str) -> set[str]:
@@ -67,6 +67,7 @@ def test_sensor_ingests_a_new_drop_through_the_daemon(monkeypatch):
                 runs = instance.get_runs(dg.RunsFilter(job_name="ingest_job"))
                 assert [r.tags.get("dagster/partition") for r in runs] == ["0001-live.jsonl"]
                 assert runs[0].tags.get("dagster/sensor_name") == "pubmed_drops_sensor"
-            assert (data / "batches" / "0001-live.jsonl" / "applied-chroma.json").exists()
+            for store in ("chroma", "qdrant"):
+                assert (data / "batches" / "0001-live.jsonl" / f"applied-{store}.json").exists()
         finally:
             EmbeddedPostgres(data / "pg").stop()

@@ -13,9 +13,10 @@ from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.corpus import demo
 from candlefire_pipeline.corpus.drops import write_chunks, write_papers
 from candlefire_pipeline.embedding import HashingEmbedder
+from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
-from candlefire_pipeline.parity.report import DIVERGENCE_KINDS, evaluate_gates
+from candlefire_pipeline.parity.report import DIVERGENCE_KINDS
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds, RetrievalSettings
 from candlefire_pipeline_tests.fixtures_backends import make_rows
@@ -85,7 +86,7 @@ def retrievers(stores: dict) -> dict[str, Retriever]:
 
 
 def gates(report) -> dict:
-    return {g.name: g for g in evaluate_gates(report, ParityThresholds())}
+    return {g.name: g for g in evaluate_gates(report, ParityThresholds(), ledger_now=None)}
 
 
 def test_identical_stores_agree_everywhere(make_backend, demo_rows):
@@ -107,6 +108,19 @@ def test_identical_stores_agree_everywhere(make_backend, demo_rows):
     assert found["p95_ratio"].value == pytest.approx(ratio)
     assert found["p95_ratio"].passed == (ratio <= 1.5)
     assert [row.query_id for row in report.queries] == [q.id for q in queries]
+
+
+def test_mutation_query_reaches_q_331k_only_through_the_hyphen_variant(
+    make_backend, demo_rows, demo_chunks
+):
+    docs = [c["document"] for c in demo_chunks]
+    assert any("Q-331K" in d for d in docs) and not any("Q331K" in d for d in docs)
+    [query] = [q for q in load_queries() if q.id == "mutation-q331k"]
+    papers = {c["pmid"] for c in demo_chunks if "Q-331K" in c["document"]}
+    for name, retriever in retrievers(load_stores(make_backend, demo_rows)).items():
+        assert retriever.grounding(query.terms) == {"Q331K": {"corpus": True, "abstract": True}}
+        hits = retriever.search_by_keyword(query.terms, EMBEDDER.embed([query.text])[0], n=50)
+        assert {row["pmid"] for row in hits} == papers, name
 
 
 def test_chunk_deleted_behind_pgvectors_back_is_a_missing_chunk(make_backend, demo_rows):

@@ -26,6 +26,7 @@ def test_committed_set_has_at_least_50_distinct_queries_of_every_kind():
     assert "nusinersen" in terms  # absent from the corpus
     assert any(not q.terms and not q.entities for q in queries)  # purely semantic
     assert any(len(q.entities) > 12 for q in queries)  # over the entity cap
+    assert {"Q331K", "G93A", "G 93A"} <= set(terms)  # mutation names (letter -> digit variants)
 
 
 def test_extra_file_ids_default_to_file_and_line(tmp_path):

@@ -8,15 +8,11 @@ import pytest
 
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.embedding import HashingEmbedder
+from candlefire_pipeline.operations.parity import record_evaluation
+from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery
-from candlefire_pipeline.parity.report import (
-    Divergence,
-    ParityReport,
-    QueryRow,
-    evaluate_gates,
-    load_latest,
-)
+from candlefire_pipeline.parity.report import Divergence, ParityReport, QueryRow, load_latest
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
@@ -27,6 +23,9 @@ DOCS = {
     "102": ["tofersen lowers SOD1 protein", "CMAP amplitude was preserved"],
     "103": ["riluzole and survival in a registry"],
 }
+
+
+LEDGER = {"chroma": {"b1": 1.0}, "pgvector": {"b1": 1.0}}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +47,11 @@ def report() -> ParityReport:
         ParityQuery("rotarod", "rotarod latency", terms=("rotarod",)),
         ParityQuery("sod1 | pipe", "SOD1 lowering", ("tofersen",), ("SOD1",)),
     ]
-    return run_parity(retrievers, queries)
+    report = run_parity(retrievers, queries)
+    report.ledger = {"read_at": report.created_at, "applied": LEDGER}
+    thresholds = ParityThresholds(min_corpus_chunks=10, min_queries_with_results=5)
+    record_evaluation(report, evaluate_gates(report, thresholds, LEDGER), thresholds)
+    return report
 
 
 def test_json_round_trip_keeps_every_field(report):
@@ -78,7 +81,11 @@ def test_markdown_has_headline_gate_query_and_divergence_tables(report):
     assert md.startswith(f"# Parity report {report.report_id}")
     assert "| metric | value |" in md and "| mean_overlap |" in md
     assert "| gate | result | value | threshold | detail |" in md
-    assert "| chunk_counts_equal | FAIL |" in md
+    assert "| chunk_counts_equal | FAIL |" in md and "| report_is_fresh | pass |" in md
+    # the thresholds the gates used are in the markdown and the JSON, not defaults
+    assert "min_corpus_chunks 10" in md and "min_queries_with_results 5" in md
+    assert "| corpus_size | FAIL | 4 | 10 |" in md  # pgvector lost a chunk: 4 < 10
+    assert json.loads(report.to_json())["thresholds"]["min_corpus_chunks"] == 10
     assert "| query | overlap | jaccard | rbo | grounding | keywords | chroma ms |" in md
     assert "| rotarod |" in md and "| sod1 \\| pipe |" in md  # a pipe in a cell is escaped
     assert "| - | missing_chunk | inventory | 101 | 101_s1 | chroma |" in md
@@ -96,48 +103,13 @@ def test_write_is_atomic_and_load_latest_picks_the_newest(report, tmp_path):
     assert load_latest(tmp_path) == newer
 
 
-def synthetic(p95_ref=10.0, p95_cand=12.0, grounding=1.0, overlap=0.95, counts=(5, 5), differing=0):
-    latency = {"chroma": {"p50": 1.0, "p95": p95_ref}, "pgvector": {"p50": 1.0, "p95": p95_cand}}
-    whole = {name: {"p50": 99.0, "p95": 99.0} for name in latency}  # the gate must not use it
-    return ParityReport(
-        report_id="r", created_at="2025-01-01T00:00:00+00:00", reference="chroma",
-        candidate="pgvector", oracle=None, backends=["chroma", "pgvector"], queries=[],
-        aggregates={
-            "mean_overlap": overlap, "min_overlap": overlap, "grounding_agreement": grounding,
-            "grounding_checks": 10, "keyword_agreement": 1.0, "latency_ms": whole,
-            "store_latency_ms": latency,
-        },
-        divergences=[], chunk_counts=dict(zip(["chroma", "pgvector"], counts, strict=True)),
-        inventory={"differing": differing},
-    )  # fmt: skip
+def test_a_report_without_an_evaluation_says_it_cannot_flip(report):
+    bare = ParityReport.from_dict({**report.to_dict(), "gates": [], "thresholds": {}})
+    assert "Not evaluated" in bare.to_markdown() and "| gate |" not in bare.to_markdown()
 
 
-@pytest.mark.parametrize(
-    "report_kwargs, gate, passed, value",
-    [
-        ({}, "grounding_agreement", True, 1.0),
-        ({"grounding": 0.99}, "grounding_agreement", False, 0.99),
-        ({"overlap": 0.9}, "mean_overlap", True, 0.9),
-        ({"overlap": 0.89}, "mean_overlap", False, 0.89),
-        ({"p95_ref": 10.0, "p95_cand": 15.0}, "p95_ratio", True, 1.5),
-        ({"p95_ref": 10.0, "p95_cand": 15.5}, "p95_ratio", False, 1.55),
-        ({"p95_ref": 0.0, "p95_cand": 0.0}, "p95_ratio", True, 1.0),
-        ({"counts": (5, 4)}, "chunk_counts_equal", False, 1.0),
-        # equal counts but one chunk each side the other lacks: still not the same store
-        ({"counts": (5, 5), "differing": 2}, "chunk_counts_equal", False, 2.0),
-        ({}, "chunk_counts_equal", True, 0.0),
-    ],
-)
-def test_evaluate_gates(report_kwargs, gate, passed, value):
-    gates = {g.name: g for g in evaluate_gates(synthetic(**report_kwargs), ParityThresholds())}
-    assert sorted(gates) == [
-        "chunk_counts_equal", "grounding_agreement", "mean_overlap", "p95_ratio",
-    ]  # fmt: skip
-    assert (gates[gate].passed, gates[gate].value) == (passed, pytest.approx(value))
-
-
-def test_gates_use_the_given_thresholds():
-    strict = ParityThresholds(grounding_agreement=1.0, mean_overlap=0.99, p95_ratio=1.1)
-    gates = {g.name: g for g in evaluate_gates(synthetic(), strict)}
-    assert not gates["mean_overlap"].passed and gates["mean_overlap"].threshold == 0.99
-    assert not gates["p95_ratio"].passed and gates["p95_ratio"].threshold == 1.1
+def test_a_report_from_before_the_gates_loads_with_unknown_ledger(report):
+    old = {k: v for k, v in report.to_dict().items()
+           if k not in ("started_at", "ledger", "store_diffs", "thresholds", "gates")}  # fmt: skip
+    loaded = ParityReport.from_dict(old)
+    assert (loaded.ledger, loaded.gates, loaded.started_at) == ({}, [], "")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import Settings
@@ -54,7 +54,7 @@ def _drop(settings: Settings, key: str, version: str, pmids: list[str]) -> None:
 
 def _stores(settings: Settings) -> dict[str, tuple[int, dict[str, str], tuple | None]]:
     out = {}
-    for name in ("pgvector", "chroma"):
+    for name in STORE_NAMES:
         backend = open_backend(name, settings)
         try:
             out[name] = (backend.count(), backend.chunk_hashes(), backend.stored_model())
@@ -84,7 +84,7 @@ def test_pipeline_refuses_a_new_dimension_and_leaves_both_stores_unchanged(
         pipeline = Pipeline(instance)
         assert pipeline.ingest("0001-first.jsonl").success
         before = _stores(settings)
-        assert before["pgvector"][2] == before["chroma"][2] == ("hashing-v1:64", 64)
+        assert {before[name][2] for name in STORE_NAMES} == {("hashing-v1:64", 64)}
 
         monkeypatch.setenv("CANDLEFIRE_EMBED_MODEL", "hashing-v1:32")
         _drop(settings, "0002-second.jsonl", "v2", [*PMIDS[:10], "99"])
@@ -92,7 +92,7 @@ def test_pipeline_refuses_a_new_dimension_and_leaves_both_stores_unchanged(
 
     assert not result.success
     assert materialized(result, "embeddings")  # a parquet file per model is harmless
-    for step in ("pgvector_chunks", "chroma_chunks"):
+    for step in [f"{name}_chunks" for name in STORE_NAMES]:
         assert not materialized(result, step)
         text = _failure_text(result, step)
         assert "DimensionMismatchError" in text and "rebuild the store" in text

@@ -13,8 +13,10 @@ from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
 from candlefire_pipeline.backends.pg_roles import ensure_reader_role
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.embedding import HashingEmbedder
-from candlefire_pipeline.operations.serving import history, record_state
+from candlefire_pipeline.operations.serving import ROLLBACK, transition
+from candlefire_pipeline.operations.serving_history import history
 from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
 
 DOCS = {
@@ -137,7 +139,8 @@ def test_read_only_transactions_do_refuse_writes(pg_dsn, owner):
 
 
 def test_reader_role_can_read_the_switch_history(pg_dsn, owner, tmp_path):
-    record_state(tmp_path / "serving.json", pg_dsn, "chroma", None, "history exists")
+    settings = Settings(data_dir=tmp_path, drops_dir=tmp_path / "drops")
+    transition(settings, ROLLBACK, "history exists", "test", dsn=pg_dsn)
     role, dsn = _role(
         pg_dsn, owner.names.table, ["GRANT SELECT ON serving_backend_history TO {role}"]
     )

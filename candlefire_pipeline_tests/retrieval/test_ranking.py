@@ -66,23 +66,32 @@ def test_rrf_none_similarity_loses_to_a_number():
     assert merged[0]["chunk_id"] == "scored"
 
 
+# candle-fire's factor: 1 + 0.5 * max(0, year - 1990) / 35, a missing year counting as 1990.
 @pytest.mark.parametrize(
     ("year", "expected"),
     [
-        (None, 1.0),
-        (1950, 1.0),
+        (None, 1.0),  # missing -> 1990
+        (0, 1.0),  # 0 is how some corpora write "unknown"
+        (1950, 1.0),  # before 1990: no negative boost
         (1990, 1.0),
         (2011, 1.3),  # 21/35 of the way -> 1 + 0.5 * 0.6
         (2025, 1.5),
-        (2031, 1.5),
+        (2026, 1.0 + 0.5 * 36 / 35),  # 1.5142857...: not capped
+        (2031, 1.0 + 0.5 * 41 / 35),  # 1.5857142...
+        (2100, 1.0 + 0.5 * 110 / 35),  # 2.5714285...
     ],
 )
-def test_recency_factor_linear_and_clamped(year, expected):
-    assert recency_factor(year) == pytest.approx(expected)
+def test_recency_factor_linear_and_not_capped(year, expected):
+    assert recency_factor(year) == pytest.approx(expected, abs=1e-12)
+
+
+def test_recency_factor_2026_is_candle_fires_1_514():
+    assert round(recency_factor(2026), 3) == 1.514
 
 
 def test_recency_factor_custom_window_and_bad_window():
-    assert recency_factor(2005, start=2000, end=2010, max_factor=3.0) == pytest.approx(2.0)
+    assert recency_factor(2005, start=2000, end=2010, end_factor=3.0) == pytest.approx(2.0)
+    assert recency_factor(2015, start=2000, end=2010, end_factor=3.0) == pytest.approx(4.0)
     with pytest.raises(ValueError):
         recency_factor(2000, start=2010, end=2010)
 
@@ -92,6 +101,7 @@ def test_recency_factor_custom_window_and_bad_window():
     [
         (2.0, 0, 1990, 2.0 * math.log(2)),
         (2.0, 5, 2025, 2.0 * math.log(7) * 1.5),
+        (2.0, 5, 2026, 2.0 * math.log(7) * (1.0 + 0.5 * 36 / 35)),
         (0.5, 100, 2011, 0.5 * math.log(102) * 1.3),
         (1.0, None, None, math.log(2)),
     ],

@@ -1,4 +1,4 @@
-"""The real packaged sentence-transformers model through retrieve() on the memory oracle."""
+"""The real packaged sentence-transformers model through retrieve() on the oracle and Qdrant."""
 
 from __future__ import annotations
 
@@ -56,3 +56,16 @@ def test_real_model_refuses_a_hashing_store(minilm):
     backend.replace_papers(als.store_rows(embed))
     with pytest.raises(DimensionMismatchError, match="384"):
         Retriever(backend, minilm)
+
+
+def test_real_model_on_qdrant_ranks_like_the_oracle(real_store, minilm, make_backend):
+    qdrant = make_backend("qdrant")
+    qdrant.replace_papers(als.store_rows(minilm))
+    assert qdrant.stored_model() == (minilm.model_id, 384)
+    args = ("SPG302 synaptic ALS mice", ["TDP-43", "SOD1"], ["SPG302", "ATXN2"])
+    ours, oracle = (Retriever(s, minilm, RetrievalSettings()).retrieve(*args)
+                    for s in (qdrant, real_store))  # fmt: skip
+    assert ours.pmids == oracle.pmids and ours.keyword_pmids == oracle.keyword_pmids
+    assert ours.grounding == oracle.grounding
+    for mine, exact in zip(ours.results, oracle.results, strict=True):
+        assert mine["final_score"] == pytest.approx(exact["final_score"], rel=1e-5)

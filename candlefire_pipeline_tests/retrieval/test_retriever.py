@@ -23,7 +23,7 @@ from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.retrieval.retriever import TIMING_STAGES, Retriever
 from candlefire_pipeline_tests.retrieval import als_corpus as als
 
-BACKENDS = ("memory", "pgvector", "chroma")
+BACKENDS = ("memory", "pgvector", "chroma", "qdrant")
 
 # semantic_n=3 over-fetches 6 chunks: 1001, 1002, 1003_s0, 1004, 1003_s1, 1006 (all > 0),
 # best per PMID -> 1001, 1002, 1003, 1004, 1006 -> top 3.

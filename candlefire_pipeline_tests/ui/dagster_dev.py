@@ -1,4 +1,5 @@
-"""`dagster dev` (webserver + daemon) as a test fixture: free port, own group, clean stop."""
+"""`dg dev` (webserver + daemon, what `make ui` runs) as a test fixture: free port, own group,
+clean stop."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from candlefire_pipeline_tests import procs
 
-DAGSTER = Path(sys.executable).with_name("dagster")
+DG = Path(sys.executable).with_name("dg")
 
 _WORKSPACE_QUERY = """
 query {
@@ -34,7 +35,12 @@ _SENSORS_QUERY = """
 query {
   repositoriesOrError {
     ... on RepositoryConnection {
-      nodes { sensors { id name sensorState { id status } } }
+      nodes {
+        sensors {
+          id name
+          sensorState { id status ticks(limit: 20) { status skipReason runIds } }
+        }
+      }
     }
   }
 }
@@ -43,7 +49,7 @@ query {
 
 @dataclass
 class DagsterDev:
-    """A running `dagster dev`; talk to it over HTTP/GraphQL like the UI does."""
+    """A running `dg dev`; talk to it over HTTP/GraphQL like the UI does."""
 
     proc: Any
     port: int
@@ -85,12 +91,17 @@ class DagsterDev:
         """Mark the community pop-up seen (it covers the page on a fresh instance)."""
         self.graphql("mutation { setNuxSeen }")
 
-    def stop_sensor(self, name: str) -> str:
-        """Stop a sensor the way the UI toggle does; return its new status."""
+    def sensor(self, name: str) -> dict:
+        """The sensor as the UI sees it: id, state and its latest ticks (newest first)."""
         repos = self.graphql(_SENSORS_QUERY)["repositoriesOrError"]["nodes"]
         sensors = [s for repo in repos for s in repo["sensors"] if s["name"] == name]
         if not sensors:
             raise RuntimeError(f"sensor {name!r} not in the workspace")
+        return sensors[0]
+
+    def stop_sensor(self, name: str) -> str:
+        """Stop a sensor the way the UI toggle does; return its new status."""
+        sensors = [self.sensor(name)]
         result = self.graphql(
             "mutation($id: String) { stopSensor(id: $id) {"
             " ... on StopSensorMutationResult { instigationState { status } }"
@@ -111,17 +122,17 @@ def running_dagster_dev(
     log_path: Path,
     cwd: Path | None = None,
 ) -> Iterator[DagsterDev]:
-    """Start `dagster dev <target>` on a free 127.0.0.1 port; on exit stop every process it made.
+    """Start `dg dev <target>` on a free 127.0.0.1 port; on exit stop every process it made.
 
-    Stops with SIGINT to the leader (dagster dev's own clean shutdown of webserver, daemon and
+    Stops with SIGINT to the leader (dg dev's own clean shutdown of webserver, daemon and
     code servers), then SIGTERM/SIGKILL to whatever of its group and descendants is left;
     raises if anything survives.
     """
     port = procs.free_port()
     proc = procs.spawn(
-        [DAGSTER, "dev", *target, "--host", "127.0.0.1", "--port", str(port)],
+        [DG, "dev", *target, "--host", "127.0.0.1", "--port", str(port)],
         log_path=log_path,
-        env={**env, "DAGSTER_HOME": str(home)},
+        env={**env, "DAGSTER_HOME": str(home), "VIRTUAL_ENV": sys.prefix},
         cwd=cwd,
     )
     dev = DagsterDev(proc=proc, port=port, home=home, log_path=log_path)
@@ -130,7 +141,7 @@ def running_dagster_dev(
             procs.http_ok(f"{dev.url}/server_info"),
             proc=proc,
             log_path=log_path,
-            what="dagster dev",
+            what="dg dev",
         )
         yield dev
     finally:

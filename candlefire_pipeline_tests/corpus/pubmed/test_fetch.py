@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from candlefire_pipeline import pubmed_fetch as pf
+from candlefire_pipeline.corpus import pubmed as pf
 from candlefire_pipeline.corpus.medline import iter_medline
 from candlefire_pipeline.corpus.records import Accepted
 from candlefire_pipeline_tests.eutils_fake import (

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from candlefire_pipeline import pubmed_fetch as pf
+from candlefire_pipeline import cli
+from candlefire_pipeline.corpus import pubmed as pf
 from candlefire_pipeline_tests.eutils_fake import (
     KEY,
     PMIDS,
@@ -72,15 +73,15 @@ def test_default_urllib_transport_against_a_local_server(tmp_path, eutils_server
 
 def parse_fetch_args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="candlefire fetch-pubmed")
-    pf.add_fetch_arguments(parser)
+    cli.add_fetch_arguments(parser)
     return parser.parse_args(["--query", "SPG302 OR TDP-43", "--since", "2025-01-01", *argv])
 
 
-def test_main_fetch_writes_into_the_configured_drops_dir(tmp_path):
+def test_cmd_fetch_writes_into_the_configured_drops_dir(tmp_path):
     settings = SimpleNamespace(drops_dir=tmp_path / "drops", ncbi_api_key=KEY, ncbi_email=None)
     fake = FakeEutils()
     args = parse_fetch_args("--until", "2025-05-31", "--max", "4")
-    assert pf.main_fetch(args, settings=settings, transport=fake) == 0
+    assert cli.cmd_fetch(args, settings, transport=fake) == 0
     (drop,) = (tmp_path / "drops").iterdir()
     assert written_pmids(drop) == PMIDS[:4]
     assert fake.calls[0].params["term"] == "SPG302 OR TDP-43"
@@ -96,10 +97,10 @@ def test_main_fetch_writes_into_the_configured_drops_dir(tmp_path):
         ((), {("esearch", None): [lambda url: http_error(url, 400)]}, 1),
     ],
 )
-def test_main_fetch_exit_codes(tmp_path, caplog, argv, failures, code):
+def test_cmd_fetch_exit_codes(tmp_path, caplog, argv, failures, code):
     settings = SimpleNamespace(drops_dir=tmp_path, ncbi_api_key=KEY, ncbi_email=None)
     args = parse_fetch_args("--drops-dir", str(tmp_path / "cli"), *argv)
-    assert pf.main_fetch(args, settings=settings, transport=FakeEutils(failures=failures)) == code
+    assert cli.cmd_fetch(args, settings, transport=FakeEutils(failures=failures)) == code
     assert "fetch-pubmed failed" in caplog.text and KEY not in caplog.text
     assert list(tmp_path.iterdir()) == []
 

@@ -1,0 +1,128 @@
+"""The app-facing read path: a Retriever on the backend the serving switch names.
+
+The app keeps one ServingReader and calls `retriever()` per request; the switch file is
+re-read when it changes (a stat per call), so a rollback takes effect on the next request.
+CANDLEFIRE_SERVING_BACKEND is the emergency lever: "chroma" forces Chroma; "pgvector" is
+refused unless the latest parity report passes every gate now.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+from candlefire_pipeline.backends.base import VectorBackend
+from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.operations.parity import latest_evaluation
+from candlefire_pipeline.operations.serving import ServingState, read_state
+from candlefire_pipeline.parity.gates import failed
+from candlefire_pipeline.retrieval.rerank import load_reranker
+from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ServingRefusedError(RuntimeError):
+    """The reader will not serve what was asked (e.g. forcing pgvector without a passing report)."""
+
+
+def _signature(path) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+class ServingReader:
+    """Retriever for the backend the switch names; reopens the backend when the switch changes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        embedder=None,
+        reranker=None,
+        opener: Callable[[str, Settings], VectorBackend] = open_backend,
+    ) -> None:
+        if embedder is None:
+            from candlefire_pipeline.embedding import load_embedder
+
+            embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+        self.settings, self.embedder, self._opener = settings, embedder, opener
+        self.reranker = reranker or load_reranker(settings.retrieval.reranker_model)
+        self._seen: tuple | None | bool = False  # False: never read
+        self._backend: VectorBackend | None = None
+        self._retriever: Retriever | None = None
+        self.state: ServingState | None = None
+        self.backend_name: str | None = None
+
+    def retriever(self) -> Retriever:
+        """The Retriever to use for this request."""
+        seen = _signature(self.settings.serving_file)
+        if self._retriever is None or seen != self._seen:
+            self._switch(seen)
+        return self._retriever
+
+    def _switch(self, seen) -> None:
+        self.state = self._read_state()
+        wanted = self._choose(self.state)
+        if wanted != self.backend_name or self._retriever is None:
+            backend = self._opener(wanted, self.settings)  # open first: a failure keeps the old
+            self._close_backend()
+            self._backend, self.backend_name = backend, wanted
+            self._retriever = Retriever(backend, self.embedder, self.settings.retrieval,
+                                        self.reranker)  # fmt: skip
+            log.info("serving reads from %s (%s)", wanted, self.state.describe())
+        self._seen = seen
+
+    def _read_state(self) -> ServingState:
+        try:
+            return read_state(self.settings.serving_file)
+        except ValueError as exc:
+            # Chroma is always a valid place to serve from (it is the rollback target)
+            log.error("%s; serving from Chroma", exc)
+            return ServingState()
+
+    def _choose(self, state: ServingState) -> str:
+        override = self.settings.serving_override
+        if override is None or override == state.backend:
+            return state.backend
+        if override == "chroma":
+            log.warning(
+                "CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.backend
+            )
+            return "chroma"
+        report, gates = latest_evaluation(self.settings)
+        names = failed(gates)
+        if report is None or names:
+            why = "there is no parity report" if report is None else f"failed gates: {names}"
+            raise ServingRefusedError(
+                f"CANDLEFIRE_SERVING_BACKEND=pgvector refused: {why}; the switch says "
+                f"{state.describe()}"
+            )
+        log.warning("CANDLEFIRE_SERVING_BACKEND=pgvector overrides the switch (report %s)",
+                    report.report_id)  # fmt: skip
+        return "pgvector"
+
+    def _close_backend(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+        self._backend, self._retriever = None, None
+
+    def close(self) -> None:
+        self._close_backend()
+        self.backend_name = None
+
+    def __enter__(self) -> ServingReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def serving_retriever(settings: Settings, **kwargs) -> tuple[ServingReader, Retriever]:
+    """A reader and its current Retriever (close the reader when done)."""
+    reader = ServingReader(settings, **kwargs)
+    return reader, reader.retriever()

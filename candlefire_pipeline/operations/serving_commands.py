@@ -1,0 +1,131 @@
+"""The serving verbs: auto_promote (the serving_backend asset), promote and rollback (operators).
+
+Each one gathers its evidence and a Postgres DSN for the history, then goes through the state
+machine in operations/serving.py; none writes anything itself.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+
+import psycopg
+
+from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.operations.parity import (
+    evaluate_report,
+    latest_evaluation,
+    open_named_stores,
+    run_report,
+)
+from candlefire_pipeline.operations.serving import (
+    AUTO_PROMOTE,
+    PROMOTE,
+    REFUSED,
+    ROLLBACK,
+    Decision,
+    Evidence,
+    Outcome,
+    read_state,
+    transition,
+)
+from candlefire_pipeline.parity.gates import failed
+from candlefire_pipeline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ASSET_ACTOR = "dagster:serving_backend"
+
+
+def operator() -> str:
+    """Who runs the command (recorded with a pin or a promotion)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in some containers
+        return "unknown-operator"
+
+
+def history_dsn(settings: Settings) -> str | None:
+    """Where the history goes, without starting anything: the configured DSN, or the embedded
+    server only if it is already running (else the entry waits in the local queue)."""
+    if settings.pg_dsn:
+        return settings.pg_dsn
+    try:
+        return EmbeddedPostgres(settings.pg_data_dir).running_dsn()
+    except Exception as exc:  # noqa: BLE001 - an unreadable pid file must not stop a rollback
+        log.warning("embedded Postgres state unreadable (%s); history stays queued", exc)
+        return None
+
+
+def rollback(settings: Settings, reason: str, actor: str | None = None) -> Outcome:
+    """Pin Chroma at once; works with Postgres down (the history entry is then queued)."""
+    return transition(settings, ROLLBACK, reason, actor or operator(), dsn=history_dsn(settings))
+
+
+def auto_promote(settings: Settings, report, gates, dsn: str | None) -> Outcome:
+    """What a scheduled or re-run serving_backend does: promote only from the never-promoted
+    state, on a report passing every gate (evaluated now)."""
+    names = failed(list(gates))
+    verdict = (
+        "no parity report yet"
+        if report is None
+        else (f"failed gates: {', '.join(names)}" if names else "all gates passed")
+    )
+    reason = f"parity report {report.report_id if report else '-'}: {verdict}"
+    return transition(
+        settings, AUTO_PROMOTE, reason, ASSET_ACTOR, Evidence.of(report, gates), dsn=dsn
+    )
+
+
+def promote(
+    settings: Settings,
+    reason: str,
+    actor: str | None = None,
+    run_new_report: bool = False,
+    embedder=None,
+) -> Outcome:
+    """The operator's way to pgvector (and the only way out of a pin).
+
+    Refuses, writing nothing, unless pgvector answers and the latest report (a new one when
+    run_new_report) passes every gate and started after the pin.
+    """
+    if not reason or not reason.strip():
+        raise ValueError("promote needs a reason (--reason)")
+    current = read_state(settings.serving_file)
+    try:
+        dsn = resolve_dsn(settings)
+        _check_pgvector(settings)
+    except (BackendUnavailableError, psycopg.Error) as exc:
+        why = exc if isinstance(exc, BackendUnavailableError) else type(exc).__name__
+        message = f"pgvector is unreachable, nothing changed: {why}"
+        return Outcome(Decision(PROMOTE, current.state, current.state, REFUSED, message), current)
+    if run_new_report:
+        report = _run_and_write_report(settings, embedder)
+        gates = evaluate_report(settings, report)
+    else:
+        report, gates = latest_evaluation(settings)
+    return transition(
+        settings, PROMOTE, reason, actor or operator(), Evidence.of(report, gates), dsn=dsn
+    )
+
+
+def _check_pgvector(settings: Settings) -> None:
+    backend = open_backend("pgvector", settings)
+    try:
+        backend.count()
+    finally:
+        backend.close()
+
+
+def _run_and_write_report(settings: Settings, embedder):
+    if embedder is None:
+        from candlefire_pipeline.embedding import load_embedder
+
+        embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+    with open_named_stores(settings) as stores:
+        report = run_report(settings, embedder, stores)
+    report.write(settings.reports_dir)
+    log.info("parity report %s written", report.report_id)
+    return report

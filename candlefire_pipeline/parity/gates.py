@@ -1,0 +1,234 @@
+"""The one definition of the gates that decide the flip: evidence, agreement, speed, freshness.
+
+`evaluate_gates` is a pure function of a report, the thresholds and the ledger state read now;
+the report file, the blocking checks, `candlefire status` and the switch all use its result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from candlefire_pipeline.settings import ParityThresholds
+
+if TYPE_CHECKING:
+    from candlefire_pipeline.parity.report import ParityReport
+
+#: store -> {batch_key: applied_at}: which batches each store had applied (operations/indexing)
+Ledger = dict[str, dict[str, float]]
+
+#: Every gate, in evaluation order, with what it promises (the blocking checks' descriptions).
+GATES: dict[str, str] = {
+    "report_is_fresh": "The report ran on the current ledger: no batch was applied to any store "
+    "after the report read the ledger (unknown or empty ledger = FAIL).",
+    "corpus_size": "Every store holds at least the minimum number of chunks (empty = FAIL).",
+    "queries_with_results": "At least the minimum number of queries return results on every store.",
+    "grounding_agreement": "Grounding booleans agree on at least the threshold share of checks "
+    "(zero checks = FAIL).",
+    "mean_overlap": "Mean top-15 PMID overlap with the reference is at least the threshold.",
+    "p95_ratio": "Candidate store-side p95 latency is at most the threshold times the reference's.",
+    "ann_recall": "Candidate ANN recall@15 against the exact oracle is at least the threshold.",
+    "chunk_counts_equal": "Reference and candidate hold the same chunk ids with the same content.",
+    "stores_hold_current_versions": "Every store holds exactly the ledger's current version of "
+    "every paper (the chunk ids and content hashes of the batches applied).",
+}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    name: str
+    passed: bool
+    value: float
+    threshold: float
+    detail: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def failed(gates: list[GateResult]) -> list[str]:
+    """Names of the gates that did not pass."""
+    return [g.name for g in gates if not g.passed]
+
+
+def evaluate_gates(
+    report: ParityReport, thresholds: ParityThresholds, ledger_now: Ledger | None
+) -> list[GateResult]:
+    """Every gate of GATES for `report`; ledger_now None means the ledger could not be read."""
+    return [
+        freshness(report, ledger_now),
+        _corpus_size(report, thresholds),
+        _queries_with_results(report, thresholds),
+        _grounding(report, thresholds),
+        _mean_overlap(report, thresholds),
+        _p95_ratio(report, thresholds),
+        _ann_recall(report, thresholds),
+        _chunk_counts_equal(report),
+        _current_versions(report),
+    ]
+
+
+def stores_of(report: ParityReport) -> list[str]:
+    """The persistent stores a report compared (every backend except the oracle)."""
+    return [b for b in report.backends if b != report.oracle]
+
+
+def freshness(report: ParityReport, ledger_now: Ledger | None) -> GateResult:
+    """Fresh = the ledger now is exactly the ledger the report read before it ran."""
+    recorded = (report.ledger or {}).get("applied")
+    name, threshold = "report_is_fresh", 0.0
+    if recorded is None:
+        return GateResult(name, False, 1.0, threshold, "unknown: the report does not record "
+                          "the ledger state it ran on; re-run parity_report")  # fmt: skip
+    if ledger_now is None:
+        return GateResult(name, False, 1.0, threshold, "unknown: the ledger cannot be read now")
+    if not any(recorded.values()):
+        return GateResult(name, False, 1.0, threshold, "no batch had been applied to any store "
+                          "when the report ran: nothing to be fresh about")  # fmt: skip
+    changed = sorted(
+        f"{store}:{batch}"
+        for store in set(recorded) | set(ledger_now)
+        for batch in set(recorded.get(store, {})) | set(ledger_now.get(store, {}))
+        if recorded.get(store, {}).get(batch) != ledger_now.get(store, {}).get(batch)
+    )
+    if changed:
+        shown = ", ".join(changed[:5]) + (
+            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        )
+        detail = f"applied after the report read the ledger: {shown}; re-run parity_report"
+    else:
+        batches = len({b for applied in recorded.values() for b in applied})
+        detail = f"the ledger is unchanged since the report read it ({batches} batches)"
+    return GateResult(name, not changed, float(len(changed)), threshold, detail)
+
+
+def _corpus_size(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
+    counts = {s: int(report.chunk_counts.get(s, 0)) for s in stores_of(report)}
+    smallest = min(counts.values(), default=0)
+    empty = [s for s, n in counts.items() if n == 0]
+    detail = ", ".join(f"{s} {n}" for s, n in counts.items()) + " chunks"
+    if empty:
+        detail += f"; empty: {', '.join(empty)}"
+    return GateResult(
+        "corpus_size", smallest >= thresholds.min_corpus_chunks, float(smallest),
+        float(thresholds.min_corpus_chunks), detail,
+    )  # fmt: skip
+
+
+def _queries_with_results(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
+    answered = sum(all(row.top.get(b) for b in report.backends) for row in report.queries)
+    return GateResult(
+        "queries_with_results", answered >= thresholds.min_queries_with_results, float(answered),
+        float(thresholds.min_queries_with_results),
+        f"{answered} of {len(report.queries)} queries return results on "
+        f"{', '.join(report.backends)}",
+    )  # fmt: skip
+
+
+def _grounding(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
+    checks = int(report.aggregates.get("grounding_checks", 0))
+    value = float(report.aggregates["grounding_agreement"]) if checks else 0.0
+    detail = (
+        f"{checks} grounding booleans compared"
+        if checks
+        else "no grounding checks: no query has terms, nothing was compared"
+    )
+    passed = checks > 0 and value >= thresholds.grounding_agreement
+    return GateResult("grounding_agreement", passed, value, thresholds.grounding_agreement, detail)
+
+
+def _mean_overlap(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
+    value = float(report.aggregates["mean_overlap"]) if report.queries else 0.0
+    return GateResult(
+        "mean_overlap", value >= thresholds.mean_overlap, value, thresholds.mean_overlap,
+        f"mean top-15 PMID overlap over {len(report.queries)} queries "
+        f"(min {float(report.aggregates.get('min_overlap', 0.0)):.3f})",
+    )  # fmt: skip
+
+
+def _p95_ratio(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
+    ratio = report.p95_ratio()
+    return GateResult(
+        "p95_ratio", ratio <= thresholds.p95_ratio, ratio, thresholds.p95_ratio,
+        f"store-side p95 (query embedding excluded): {report.candidate} "
+        f"{report.latency(report.candidate, 'p95', True):.1f} ms vs {report.reference} "
+        f"{report.latency(report.reference, 'p95', True):.1f} ms",
+    )  # fmt: skip
+
+
+def _ann_recall(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
+    recall = report.aggregates.get("ann_recall", {}).get(report.candidate)
+    if recall is None:
+        return GateResult("ann_recall", False, 0.0, thresholds.ann_recall,
+                          "unknown: the report ran without the exact oracle")  # fmt: skip
+    return GateResult(
+        "ann_recall", float(recall) >= thresholds.ann_recall, float(recall), thresholds.ann_recall,
+        f"{report.candidate} semantic top-15 chunks vs the exact oracle, mean over "
+        f"{len(report.queries)} queries",
+    )  # fmt: skip
+
+
+def _chunk_counts_equal(report: ParityReport) -> GateResult:
+    counts = report.chunk_counts
+    ref_count, cand_count = counts[report.reference], counts[report.candidate]
+    differing = int(report.inventory.get("differing", 0))
+    return GateResult(
+        "chunk_counts_equal", ref_count == cand_count and differing == 0,
+        float(abs(cand_count - ref_count) + differing), 0.0,
+        f"{report.reference} {ref_count} chunks, {report.candidate} {cand_count}; "
+        f"{differing} chunk ids missing or different on one side",
+    )  # fmt: skip
+
+
+def _current_versions(report: ParityReport) -> GateResult:
+    name = "stores_hold_current_versions"
+    diffs = report.store_diffs or {}
+    unknown = [s for s in stores_of(report) if s not in diffs]
+    if unknown:
+        return GateResult(name, False, 1.0, 0.0, f"unknown: no ledger comparison for "
+                          f"{', '.join(unknown)}; re-run parity_report")  # fmt: skip
+    if not any((report.ledger or {}).get("applied", {}).values()):
+        return GateResult(name, False, 1.0, 0.0, "the ledger has no applied batch")
+    off = {
+        s: {k: int(diffs[s].get(k, 0)) for k in ("missing", "orphaned", "stale")}
+        for s in stores_of(report)
+    }
+    total = sum(sum(kinds.values()) for kinds in off.values())
+    detail = "; ".join(
+        f"{s}: " + (", ".join(f"{n} {k}" for k, n in kinds.items() if n) or "exact")
+        for s, kinds in off.items()
+    )
+    return GateResult(name, total == 0, float(total), 0.0, detail)
+
+
+def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
+    """(gate, result, value, threshold, detail) per gate, formatted for a table."""
+    return [
+        (g.name, "pass" if g.passed else "FAIL", f"{g.value:.4g}", f"{g.threshold:.4g}", g.detail)
+        for g in gates
+    ]
+
+
+def gate_table_markdown(gates: list[GateResult]) -> str:
+    """The gate table as Markdown (report page, Dagster metadata)."""
+
+    def cell(value: str) -> str:
+        return value.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in gate_rows(gates)]
+    return "\n".join(lines)
+
+
+def format_gate_table(gates: list[GateResult]) -> str:
+    """The gate table for a terminal (`candlefire status`, `candlefire promote`)."""
+    rows = [("gate", "result", "value", "threshold", "detail"), *gate_rows(gates)]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join(
+        "  " + "  ".join(v.ljust(w) for v, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        for row in rows
+    )
+
+
+def gates_from_dicts(rows: list[dict]) -> list[GateResult]:
+    return [GateResult(**row) for row in rows]

@@ -1,0 +1,168 @@
+"""The one definition of the gates: arithmetic, vacuous evidence, freshness, formatting."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from candlefire_pipeline.parity.gates import (
+    GATES,
+    evaluate_gates,
+    failed,
+    format_gate_table,
+    gate_table_markdown,
+)
+from candlefire_pipeline.parity.report import ParityReport, QueryRow
+from candlefire_pipeline.settings import ParityThresholds
+
+LEDGER = {"chroma": {"b1": 100.0, "b2": 200.0}, "pgvector": {"b1": 101.0, "b2": 201.0}}
+EXACT = {"missing": 0, "orphaned": 0, "stale": 0}
+CHUNKS = 500
+
+
+def _row(i: int, top: dict[str, list[str]]) -> QueryRow:
+    return QueryRow(
+        query_id=f"q{i}", text="t", top=top, overlap=1.0, jaccard=1.0, recall=1.0, rbo=1.0,
+        grounding_equal=True, keyword_equal=True, latency_ms={}, store_ms={},
+    )  # fmt: skip
+
+
+def synthetic(
+    p95_ref=10.0, p95_cand=12.0, grounding=1.0, checks=10, overlap=0.95, counts=(CHUNKS, CHUNKS),
+    differing=0, ann=1.0, queries=30, answered=None, ledger=LEDGER, diffs=None, oracle="memory",
+) -> ParityReport:  # fmt: skip
+    """A report with every figure set by hand; defaults pass every default gate."""
+    names = ["chroma", "pgvector", *([oracle] if oracle else [])]
+    latency = {"chroma": {"p50": 1.0, "p95": p95_ref}, "pgvector": {"p50": 1.0, "p95": p95_cand}}
+    if oracle:
+        latency[oracle] = {"p50": 1.0, "p95": 1.0}
+    whole = {name: {"p50": 99.0, "p95": 99.0} for name in latency}  # the gate must not use it
+    answered = queries if answered is None else answered
+    rows = [_row(i, {n: (["1"] if i < answered else []) for n in names}) for i in range(queries)]
+    chunk_counts = dict(zip(["chroma", "pgvector"], counts, strict=True))
+    if oracle:
+        chunk_counts[oracle] = counts[0]
+    return ParityReport(
+        report_id="r", created_at="2025-01-01T00:00:00+00:00", reference="chroma",
+        candidate="pgvector", oracle=oracle, backends=names, queries=rows,
+        aggregates={
+            "mean_overlap": overlap, "min_overlap": overlap, "grounding_agreement": grounding,
+            "grounding_checks": checks, "keyword_agreement": 1.0, "latency_ms": whole,
+            "store_latency_ms": latency,
+            "ann_recall": {"chroma": 1.0, "pgvector": ann} if oracle else {},
+        },
+        divergences=[], chunk_counts=chunk_counts, inventory={"differing": differing},
+        started_at="2025-01-01T00:00:00+00:00",
+        ledger={"read_at": "2025-01-01T00:00:00+00:00", "applied": ledger},
+        store_diffs=diffs if diffs is not None else {"chroma": EXACT, "pgvector": EXACT},
+    )  # fmt: skip
+
+
+def _gates(report, ledger_now=LEDGER, **thresholds):
+    return {g.name: g for g in evaluate_gates(report, ParityThresholds(**thresholds), ledger_now)}
+
+
+def test_the_default_synthetic_report_passes_every_gate_in_order():
+    gates = evaluate_gates(synthetic(), ParityThresholds(), LEDGER)
+    assert [g.name for g in gates] == list(GATES)
+    assert failed(gates) == [], gates
+
+
+@pytest.mark.parametrize(
+    "report_kwargs, gate, passed, value",
+    [
+        ({"grounding": 0.99}, "grounding_agreement", False, 0.99),
+        ({"checks": 0, "grounding": 1.0}, "grounding_agreement", False, 0.0),  # nothing compared
+        ({"overlap": 0.9}, "mean_overlap", True, 0.9),
+        ({"overlap": 0.89}, "mean_overlap", False, 0.89),
+        ({"queries": 0, "overlap": 1.0}, "mean_overlap", False, 0.0),  # no query, no overlap
+        ({"p95_ref": 10.0, "p95_cand": 15.0}, "p95_ratio", True, 1.5),
+        ({"p95_ref": 10.0, "p95_cand": 15.5}, "p95_ratio", False, 1.55),
+        ({"p95_ref": 0.0, "p95_cand": 0.0}, "p95_ratio", True, 1.0),
+        ({"p95_ref": 0.0, "p95_cand": 1.0}, "p95_ratio", False, math.inf),
+        ({"counts": (CHUNKS, CHUNKS - 1)}, "chunk_counts_equal", False, 1.0),
+        # equal counts but one chunk each side the other lacks: still not the same store
+        ({"differing": 2}, "chunk_counts_equal", False, 2.0),
+        ({"ann": 0.94}, "ann_recall", False, 0.94),
+        ({"ann": 0.95}, "ann_recall", True, 0.95),
+        ({"oracle": None}, "ann_recall", False, 0.0),  # no exact oracle: recall unknown
+        ({"counts": (0, 0)}, "corpus_size", False, 0.0),  # empty stores
+        ({"counts": (99, 99)}, "corpus_size", False, 99.0),
+        ({"counts": (CHUNKS, 0)}, "corpus_size", False, 0.0),  # one store emptied
+        ({"queries": 19}, "queries_with_results", False, 19.0),
+        ({"queries": 30, "answered": 19}, "queries_with_results", False, 19.0),
+        ({"queries": 30, "answered": 20}, "queries_with_results", True, 20.0),
+        ({"diffs": {"chroma": EXACT}}, "stores_hold_current_versions", False, 1.0),
+        ({"diffs": {}}, "stores_hold_current_versions", False, 1.0),
+        (
+            {"diffs": {"chroma": EXACT, "pgvector": {"missing": 2, "orphaned": 1, "stale": 3}}},
+            "stores_hold_current_versions", False, 6.0,
+        ),
+        ({"ledger": {"chroma": {}, "pgvector": {}}}, "stores_hold_current_versions", False, 1.0),
+    ],
+)  # fmt: skip
+def test_each_gate(report_kwargs, gate, passed, value):
+    found = _gates(synthetic(**report_kwargs))
+    assert (found[gate].passed, found[gate].value) == (passed, pytest.approx(value)), found[gate]
+    others = [g for g in failed(list(found.values())) if g != gate]
+    # one bad figure fails its own gate; only evidence-starved reports fail more than one
+    if gate not in ("corpus_size", "mean_overlap", "queries_with_results", "ann_recall",
+                    "stores_hold_current_versions"):  # fmt: skip
+        assert others == [], others
+
+
+def test_an_empty_deployment_fails_with_named_gates():
+    empty = {"chroma": {}, "pgvector": {}}
+    report = synthetic(counts=(0, 0), queries=58, answered=0, ledger=empty, checks=0)
+    gates = _gates(report, ledger_now=empty)
+    assert {"report_is_fresh", "corpus_size", "queries_with_results", "grounding_agreement",
+            "stores_hold_current_versions"} <= set(failed(list(gates.values())))  # fmt: skip
+    assert "no batch had been applied" in gates["report_is_fresh"].detail
+    assert "empty: chroma, pgvector" in gates["corpus_size"].detail
+    assert "no grounding checks" in gates["grounding_agreement"].detail
+
+
+@pytest.mark.parametrize(
+    "now, fresh, shown",
+    [
+        (LEDGER, True, "unchanged"),
+        # a batch applied after the report read the ledger (also mid-run)
+        ({**LEDGER, "pgvector": {**LEDGER["pgvector"], "b3": 300.0}}, False, "pgvector:b3"),
+        # the same batch re-applied (a re-materialized partition)
+        ({**LEDGER, "chroma": {"b1": 100.0, "b2": 250.0}}, False, "chroma:b2"),
+        # a marker vanished (batches dir wiped or restored from backup)
+        ({**LEDGER, "chroma": {"b1": 100.0}}, False, "chroma:b2"),
+        # a new store appeared in the ledger (e.g. a third evaluated store)
+        ({**LEDGER, "qdrant": {"b1": 150.0}}, False, "qdrant:b1"),
+        (None, False, "cannot be read"),
+    ],
+)
+def test_freshness_compares_the_ledger_now_with_the_ledger_the_report_read(now, fresh, shown):
+    gate = _gates(synthetic(), ledger_now=now)["report_is_fresh"]
+    assert gate.passed is fresh and shown in gate.detail, gate
+
+
+def test_a_report_that_does_not_record_its_ledger_is_not_fresh():
+    report = synthetic()
+    report.ledger = {}
+    gate = _gates(report)["report_is_fresh"]
+    assert not gate.passed and gate.detail.startswith("unknown")
+
+
+def test_gates_use_the_given_thresholds():
+    gates = _gates(synthetic(), mean_overlap=0.99, p95_ratio=1.1, min_corpus_chunks=501)
+    assert not gates["mean_overlap"].passed and gates["mean_overlap"].threshold == 0.99
+    assert not gates["p95_ratio"].passed and gates["p95_ratio"].threshold == 1.1
+    assert not gates["corpus_size"].passed and gates["corpus_size"].threshold == 501
+
+
+def test_gate_tables_show_every_gate_with_result_and_threshold():
+    gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER)
+    md = gate_table_markdown(gates)
+    assert md.splitlines()[0] == "| gate | result | value | threshold | detail |"
+    assert "| ann_recall | FAIL | 0.5 | 0.95 |" in md
+    assert len(md.splitlines()) == 2 + len(GATES)
+    text = format_gate_table(gates)
+    assert all(name in text for name in GATES)
+    assert [line.split()[1] for line in text.splitlines()[1:]].count("FAIL") == 1

@@ -1,0 +1,80 @@
+"""Gate thresholds are validated where the environment is read: a range per gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from candlefire_pipeline.cli import main as candlefire
+from candlefire_pipeline.operations.serving import read_state
+from candlefire_pipeline.settings import THRESHOLD_RANGES, ParityThresholds, Settings
+
+OUT_OF_RANGE = [
+    ("CANDLEFIRE_PARITY_MEAN_OVERLAP", "0"),  # would pass any overlap
+    ("CANDLEFIRE_PARITY_MEAN_OVERLAP", "1.01"),  # could never pass
+    ("CANDLEFIRE_PARITY_P95_RATIO", "1000"),  # would switch the latency gate off
+    ("CANDLEFIRE_PARITY_P95_RATIO", "inf"),
+    ("CANDLEFIRE_PARITY_GROUNDING", "0.5"),
+    ("CANDLEFIRE_PARITY_GROUNDING", "nan"),
+    ("CANDLEFIRE_PARITY_ANN_RECALL", "0.1"),
+    ("CANDLEFIRE_PARITY_MIN_CHUNKS", "0"),  # an empty corpus would count as evidence
+    ("CANDLEFIRE_PARITY_MIN_QUERIES", "0"),
+    ("CANDLEFIRE_PARITY_MIN_QUERIES", "-3"),
+]
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    for variable, _, _ in THRESHOLD_RANGES.values():
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.delenv("CANDLEFIRE_PG_DSN", raising=False)
+    monkeypatch.setenv("CANDLEFIRE_DATA_DIR", str(tmp_path / "data"))
+    return monkeypatch
+
+
+def test_defaults_are_in_range_and_every_gate_has_a_variable(clean_env):
+    assert Settings.from_env().parity == ParityThresholds()
+    assert set(THRESHOLD_RANGES) == set(ParityThresholds.__dataclass_fields__)
+
+
+@pytest.mark.parametrize("variable, value", OUT_OF_RANGE)
+def test_out_of_range_threshold_is_a_clear_error_naming_the_variable(clean_env, variable, value):
+    clean_env.setenv(variable, value)
+    with pytest.raises(ValueError, match=f"^{variable} .*must be between"):
+        Settings.from_env()
+
+
+@pytest.mark.parametrize("variable", [v for v, _, _ in THRESHOLD_RANGES.values()])
+def test_both_ends_of_each_range_are_accepted(clean_env, variable):
+    low, high = next((lo, hi) for v, lo, hi in THRESHOLD_RANGES.values() if v == variable)
+    for value in (low, high):
+        clean_env.setenv(variable, str(value))
+        Settings.from_env()  # no error
+
+
+def test_not_a_number_names_the_variable(clean_env):
+    clean_env.setenv("CANDLEFIRE_PARITY_MIN_CHUNKS", "lots")
+    with pytest.raises(ValueError, match="CANDLEFIRE_PARITY_MIN_CHUNKS must be an integer"):
+        Settings.from_env()
+
+
+def test_thresholds_built_in_code_are_checked_too():
+    with pytest.raises(ValueError, match="CANDLEFIRE_PARITY_P95_RATIO"):
+        ParityThresholds(p95_ratio=50.0)
+
+
+def test_the_cli_reports_the_bad_variable_and_rollback_still_works(clean_env, capsys):
+    clean_env.setenv("CANDLEFIRE_PARITY_P95_RATIO", "1000")
+    assert candlefire(["status"]) == 2
+    assert "CANDLEFIRE_PARITY_P95_RATIO" in capsys.readouterr().err
+    clean_env.setenv("CANDLEFIRE_PG_DSN", "postgresql://u@127.0.0.1:9/x")  # nothing listens
+    assert candlefire(["rollback", "--reason", "bad threshold must not block a rollback"]) == 0
+    settings = Settings.from_env(parity=False)
+    assert read_state(settings.serving_file).pinned
+
+
+def test_serving_override_is_validated(clean_env):
+    clean_env.setenv("CANDLEFIRE_SERVING_BACKEND", "qdrant")
+    with pytest.raises(ValueError, match="CANDLEFIRE_SERVING_BACKEND"):
+        Settings.from_env()
+    clean_env.setenv("CANDLEFIRE_SERVING_BACKEND", "Chroma")
+    assert Settings.from_env().serving_override == "chroma"
