@@ -147,6 +147,60 @@ class RetrievalSettings:
     reranker_model: str | None = None
 
 
+#: pgvector storage types of the embedding column (halfvec halves table and index size).
+PG_VECTOR_TYPES = ("vector", "halfvec")
+#: ANN index over the stored vectors: "binary" = HNSW over binary_quantize(), then exact re-rank.
+PG_QUANTIZATIONS = ("none", "binary")
+PG_ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
+
+
+@dataclass(frozen=True)
+class PgAnnSettings:
+    """pgvector ANN storage and per-stage search effort; the sweeps are in docs/BENCHMARKS.md."""
+
+    vector_type: str = "vector"
+    quantization: str = "none"
+    #: binary quantization re-ranks n x this many Hamming candidates by exact cosine
+    rerank_factor: int = 10
+    #: semantic stage (top 40 chunks of one query) and entity fan-out (top 10 per name): the
+    #: smallest values keeping recall@15 of the final retrieve() list >= 0.995 in the 62k sweep
+    #: (0.994 together; docs/BENCHMARKS.md); 100 / 20 lose 1-2% of the final list
+    ef_search: int = 200
+    ef_search_entities: int = 40
+    #: filtered ANN queries keep walking the graph until they have n rows (pgvector >= 0.8)
+    iterative_scan: str = "relaxed_order"
+    max_scan_tuples: int = 20_000
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (
+            ("CANDLEFIRE_PG_VECTOR_TYPE", self.vector_type, PG_VECTOR_TYPES),
+            ("CANDLEFIRE_PG_QUANTIZATION", self.quantization, PG_QUANTIZATIONS),
+            ("CANDLEFIRE_HNSW_ITERATIVE_SCAN", self.iterative_scan, PG_ITERATIVE_SCANS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        for name, value in (
+            ("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor),
+            ("CANDLEFIRE_HNSW_EF_SEARCH", self.ef_search),
+            ("CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", self.ef_search_entities),
+            ("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", self.max_scan_tuples),
+        ):
+            if not 1 <= value <= 1_000_000:
+                raise ValueError(f"{name} must be between 1 and 1,000,000, got {value}")
+
+    @classmethod
+    def from_env(cls) -> PgAnnSettings:
+        return cls(
+            vector_type=(_env("CANDLEFIRE_PG_VECTOR_TYPE", "vector") or "").lower(),
+            quantization=(_env("CANDLEFIRE_PG_QUANTIZATION", "none") or "").lower(),
+            rerank_factor=_int("CANDLEFIRE_PG_RERANK_FACTOR", cls.rerank_factor),
+            ef_search=_int("CANDLEFIRE_HNSW_EF_SEARCH", cls.ef_search),
+            ef_search_entities=_int("CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", cls.ef_search_entities),
+            iterative_scan=(_env("CANDLEFIRE_HNSW_ITERATIVE_SCAN", "relaxed_order") or "").lower(),
+            max_scan_tuples=_int("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", cls.max_scan_tuples),
+        )
+
+
 #: gate threshold -> (environment variable, lowest allowed, highest allowed). The ranges keep
 #: a gate from being switched off from the environment (an overlap of 0, a p95 ratio of 1000).
 THRESHOLD_RANGES: dict[str, tuple[str, float, float]] = {
@@ -189,7 +243,7 @@ class ParityThresholds:
     grounding_agreement: float = 1.0
     mean_overlap: float = 0.9
     p95_ratio: float = 1.5
-    #: pgvector's chunk-level recall@15 against the exact oracle (1.0 measured at ef_search 400)
+    #: pgvector's chunk-level recall@15 against the exact oracle (0.984 at 62k, semantic ef 200)
     ann_recall: float = 0.95
     #: evidence: every store holds at least this many chunks (the demo's first drop has ~600)
     min_corpus_chunks: int = 100
@@ -236,8 +290,7 @@ class Settings:
     substring_mode: str = "like"
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
-    #: 100 gave ANN recall@15 0.972 at 62k chunks; see docs/BENCHMARKS.md for the sweep.
-    hnsw_ef_search: int = 400
+    pg_ann: PgAnnSettings = field(default_factory=PgAnnSettings)
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
@@ -348,7 +401,7 @@ class Settings:
             substring_mode=mode,
             hnsw_m=_int("CANDLEFIRE_HNSW_M", 16),
             hnsw_ef_construction=_int("CANDLEFIRE_HNSW_EF_CONSTRUCTION", 64),
-            hnsw_ef_search=_int("CANDLEFIRE_HNSW_EF_SEARCH", 400),
+            pg_ann=PgAnnSettings.from_env(),
             chroma_host=_env("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
