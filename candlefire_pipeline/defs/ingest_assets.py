@@ -107,6 +107,7 @@ def _embeddings_of(context: dg.AssetExecutionContext, settings: Settings, key, e
         cache,
         read_batch=stage_read_batch(settings),
         progress=progress_logger(context),
+        progress_interval=settings.embed_progress_seconds,
     )
     return {
         "chunks": summary.chunks,

@@ -32,7 +32,7 @@ def parity_report(
 ) -> dg.MaterializeResult:
     settings = pipeline.settings()
     with open_stores(pgvector=pgvector, chroma=chroma) as stores:
-        report = run_report(settings, pipeline.embedder(), stores)
+        report = run_report(settings, pipeline.query_embedder(), stores)
     json_path, md_path = report.write(settings.reports_dir)
     headline = report.headline()
     context.log.info("parity: " + ", ".join(f"{k}={v:.3f}" for k, v in sorted(headline.items())))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from candlefire_pipeline.embedding.embedders import Embedder, load_embedder, logical_model_id
+from candlefire_pipeline.embedding.embedders import Embedder, load_embedder
+from candlefire_pipeline.embedding.model_files import embedding_identity
 from candlefire_pipeline.settings import Settings
 
 #: The stage's default read batch (rows of chunks.parquet embedded per call).
@@ -21,7 +22,12 @@ def stage_read_batch(settings: Settings) -> int:
 
 def embedder_kwargs(settings: Settings) -> dict:
     """What load_embedder needs; the same dict builds the in-process and the Ray workers' model."""
-    return {"model_id": settings.model_id, "batch_size": settings.embed_batch_size}
+    return {
+        "model_id": settings.model_id,
+        "batch_size": settings.embed_batch_size,
+        "runtime": settings.embed_runtime("bulk"),
+        "onnx_dir": settings.onnx_dir,
+    }
 
 
 @contextmanager
@@ -40,7 +46,7 @@ def stage_embedder(settings: Settings) -> Iterator[Embedder]:
     with RayEmbedder(
         kwargs,
         settings.ray,
-        expected_model_id=logical_model_id(settings.model_id),
+        expected_model_id=embedding_identity(settings.model_id, kwargs["runtime"]),
         env=forwarded_env(),
     ) as embedder:
         yield embedder

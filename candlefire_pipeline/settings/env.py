@@ -1,0 +1,58 @@
+"""Typed readers of environment variables; every error names the variable and the bad value."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or default
+
+
+def env_int(name: str, default: int) -> int:
+    raw = env_str(name)
+    try:
+        return int(raw) if raw is not None else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def env_positive_int(name: str, default: int) -> int:
+    value = env_int(name, default)
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1 (a positive integer), got {value}")
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = env_str(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {raw!r}")
+
+
+def env_path(name: str) -> Path | None:
+    raw = env_str(name)
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def env_float(name: str, default: float) -> float:
+    raw = env_str(name)
+    try:
+        return float(raw) if raw is not None else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def env_positive_float(name: str, default: float) -> float:
+    value = env_float(name, default)
+    # NaN fails the comparison, so it is refused too
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
