@@ -33,7 +33,6 @@ from candlefire_pipeline.settings import Settings
 
 GOAL_RATIO = 0.95
 #: RSS wobble of a streaming stage (allocator, arena, parquet buffers), not growth
-GROWTH_NOISE_MB = 50
 
 
 def scifact_papers(limit: int | None) -> list[dict]:
@@ -153,53 +152,6 @@ def throughput_section(n_texts: int, repeats: int) -> tuple[str, float]:
     return markdown, ratio
 
 
-def rss_section(chunks: int, runtime: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp, LoadMonitor(every=30.0) as load:
-        drop = Path(tmp) / "build.jsonl"
-        built = embedding_rss.build_drop(drop, chunks)
-        print(f"drop: {built}")
-        baselines = {
-            r: embedding_rss.run_child("model", r, drop, Path(tmp) / f"model-{r}")
-            for r in ("torch", "onnx", "onnx-int8")
-        }
-        print(f"model only: {baselines}")
-        full = embedding_rss.run_child("build", runtime, drop, Path(tmp) / "batch")
-    print(f"whole build: {full}")
-    timeline = full["timeline"]
-    marks = [timeline[round(q * (len(timeline) - 1))] for q in (0, 0.25, 0.5, 0.75, 1)]
-    growth = timeline[-1][1] - timeline[len(timeline) // 4][1]
-    trend = (
-        "too few readings to judge growth"
-        if len(timeline) < 4
-        else "flat: nothing grows with the corpus"
-        if growth < GROWTH_NOISE_MB
-        else f"**grew by {growth} MB** from the first quarter to the end"
-    )
-    peak = full["peak_rss_mb"]
-    met = "met" if peak <= embedding_rss.GOAL_MB else "NOT met"
-    rows = "\n".join(
-        f"| load `{r}` + embed two batches of 1,000-char chunks | {b['peak_rss_mb']:.0f} |"
-        for r, b in baselines.items()
-    )
-    return (
-        f"Peak RSS of one process materializing papers -> chunks -> embeddings for one drop of"
-        f" {full['papers']:,} papers ({built['mb']:.1f} MB JSONL) = **{full['chunks']:,}"
-        f" chunks** of ~1,000 characters (real SciFact/PubMedQA text at random offsets, new"
-        f" pmids, empty cache), bulk runtime `{runtime}`, batch size"
-        f" {Settings.from_env().embed_batch_size} (ONNX: at most 16 full-length texts per call)."
-        " Each figure is the process's own"
-        " `getrusage` peak, read by that process.\n\n"
-        "| process | peak RSS (MB) |\n|---|---|\n"
-        f"{rows}\n"
-        f"| **whole build, all three stages (`{runtime}`)** | **{peak:.0f}** |\n\n"
-        f"Goal <= {embedding_rss.GOAL_MB} MB: **{met}**. RSS while embedding (chunks done ->"
-        f" MB): {', '.join(f'{d:,} -> {mb}' for d, mb in marks)} (before embedding:"
-        f" {full['rss_before_embedding_mb']} MB): {trend}."
-        f" The three stages took {full['seconds']:.0f} s (embedding"
-        f" {full['embed_rate']:.1f} chunks/s).\n\n{load.note()}"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
@@ -208,6 +160,12 @@ def main() -> None:
     parser.add_argument("--rss-only", action="store_true", help="only the whole-corpus peak RSS")
     parser.add_argument("--rss-chunks", type=int, default=embedding_rss.BUILD_CHUNKS)
     parser.add_argument("--rss-runtime", default=Settings.from_env().embed_runtime_bulk)
+    parser.add_argument(
+        "--rss-model-chunks",
+        type=int,
+        default=embedding_rss.MODEL_CHUNKS,
+        help="chunks the real model embeds (the full build's data path runs on hashing-v1)",
+    )
     parser.add_argument("--rss-child", nargs=4, metavar=("MODE", "RUNTIME", "DROP", "OUT_DIR"))
     args = parser.parse_args()
     if args.rss_child:
@@ -223,7 +181,7 @@ def main() -> None:
         if ratio < GOAL_RATIO:
             print(f"WARNING: throughput ratio {ratio:.3f} is below the goal {GOAL_RATIO}")
     if not args.skip_rss:
-        memory = rss_section(args.rss_chunks, args.rss_runtime)
+        memory = embedding_rss.rss_section(args.rss_chunks, args.rss_runtime, args.rss_model_chunks)
         print(memory)
         write_section("embedding-rss", memory)
 
