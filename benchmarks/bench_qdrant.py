@@ -19,12 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._report import write_section
-from benchmarks.retrieval_data import rows_table, scifact_records, synthetic_corpus
+from benchmarks.retrieval_data import scifact_records, synthetic_corpus
 from candlefire_pipeline.backends import qdrant, qdrant_local
 from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.qdrant import QdrantBackend
 from candlefire_pipeline.backends.qdrant_filters import narrowing_tokens, qdrant_filter
+from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.retrieval.variants import term_variants
 from candlefire_pipeline_tests.backends import qdrant_engine
@@ -39,7 +40,7 @@ def corpus(chunks: int):
     papers = [r for r in scifact_records() if r.get("abstract")]
     base = np.random.default_rng(3).normal(size=(len(papers), DIM)).astype(np.float32)
     data = synthetic_corpus(papers, base / np.linalg.norm(base, axis=1, keepdims=True))
-    return rows_table(data.chunks[:chunks], data.vectors[:chunks], "bench", "b1"), data
+    return store_rows(data.chunks[:chunks], data.vectors[:chunks], "b1", "bench"), data
 
 
 def timed(fn, repeats: int) -> tuple[float, object]:

@@ -23,7 +23,6 @@ from benchmarks.retrieval_data import (
     bench_dir,
     ndcg_at,
     recall_at,
-    rows_table,
     scifact_chunks,
     scifact_queries,
     scifact_records,
@@ -45,6 +44,7 @@ from benchmarks.retrieval_workload import (
     answer_all,
     latency_workload,
 )
+from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
@@ -63,7 +63,7 @@ def quality(embedder, dsn: str, args) -> list[str]:
     """nDCG@10 / recall@100 of the semantic stage over the 809 SciFact training claims."""
     chunks = scifact_chunks(scifact_records())
     vectors = cached(embedder, [c["document"] for c in chunks], [c["content_hash"] for c in chunks])
-    rows = rows_table(chunks, vectors, embedder.model_id, "scifact")
+    rows = store_rows(chunks, vectors, "scifact", embedder.model_id)
     queries = scifact_queries()
     qvecs = cached(embedder, [q.text for q in queries])
     figures = {}

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from candlefire_pipeline.corpus.chunking import chunk_paper
 from candlefire_pipeline.corpus.demo_vocab import GENES, MODELS, OUTCOMES
-from candlefire_pipeline.corpus.schema import store_schema
 from candlefire_pipeline.embedding import EmbeddingCache
 from candlefire_pipeline.settings import REPO_ROOT
 
@@ -86,18 +84,6 @@ def scifact_queries() -> list[Query]:
     with (shared_data() / "scifact/queries_train.jsonl").open() as fh:
         rows = [json.loads(line) for line in fh]
     return [Query(r["qid"], r["text"], frozenset(map(str, r["relevant"]))) for r in rows]
-
-
-def rows_table(chunks: list[dict], vectors: np.ndarray, model_id: str, batch: str) -> pa.Table:
-    """store_schema rows for chunk dicts (CHUNK_SCHEMA fields) and their vectors."""
-    schema = store_schema(vectors.shape[1])
-    table = pa.Table.from_pylist(
-        [{**c, "batch_key": batch, "model_id": model_id} for c in chunks],
-        schema=pa.schema(list(schema)[:-1]),
-    )
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
-    column = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
-    return table.append_column(schema.field("embedding"), column)
 
 
 def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 10) -> float:

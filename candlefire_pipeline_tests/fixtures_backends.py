@@ -33,7 +33,7 @@ from candlefire_pipeline.backends.factory import BACKEND_NAMES
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.corpus.schema import store_schema
+from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.settings import PgAnnSettings
 
 #: pgvector storage/ANN layouts besides the default (vector, plain HNSW) the suites also run on.
@@ -81,21 +81,7 @@ def make_rows(
     dim: int | None = None,
 ) -> pa.Table:
     """A store_schema(dim) table: one row per chunk dict, its vector from the same row index."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    dim = dim if dim is not None else (vectors.shape[1] if vectors.ndim == 2 else 0)
-    if len(chunks) != len(vectors):
-        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-    schema = store_schema(dim)
-    columns = {name: [c.get(name) for c in chunks] for name in schema.names[:-3]}
-    columns["batch_key"] = [batch_key] * len(chunks)
-    columns["model_id"] = [model_id] * len(chunks)
-    flat = pa.array(vectors.reshape(-1), pa.float32())
-    columns["embedding"] = pa.FixedSizeListArray.from_arrays(flat, dim)
-    arrays = [
-        columns["embedding"] if name == "embedding" else pa.array(columns[name], field.type)
-        for name, field in zip(schema.names, schema, strict=True)
-    ]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return store_rows(chunks, vectors, batch_key, model_id, dim)
 
 
 @contextmanager
