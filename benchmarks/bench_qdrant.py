@@ -22,8 +22,7 @@ from benchmarks._report import write_section
 from benchmarks.retrieval_data import scifact_records, synthetic_corpus
 from candlefire_pipeline.backends import qdrant, qdrant_local
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.backends.qdrant import QdrantBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.qdrant_filters import narrowing_tokens, qdrant_filter
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.parity.queries import load_queries
@@ -60,7 +59,7 @@ def upsert_rate(root: Path, rows, batch: int, tuned: bool = True) -> float:
     if not tuned:
         qdrant_local.tune_storage = lambda client: None
     try:
-        store = QdrantBackend(path=root / f"b{batch}{'' if tuned else 'raw'}")
+        store = build_backend("qdrant", path=root / f"b{batch}{'' if tuned else 'raw'}")
         started = time.perf_counter()
         store.replace_papers(rows)
         seconds = time.perf_counter() - started
@@ -152,17 +151,17 @@ def main() -> None:
     try:
         batch_lines, best = batch_section(root, rows)
         qdrant.UPSERT_BATCH = default_batch
-        full = QdrantBackend(path=root / "full")
+        full = build_backend("qdrant", path=root / "full")
         load_s, _ = timed(lambda: full.replace_papers(rows), 1)
         full.close()
-        open_s, reopened = timed(lambda: QdrantBackend(path=root / "full"), 1)
+        open_s, reopened = timed(lambda: build_backend("qdrant", path=root / "full"), 1)
         shard = engine_shard(root / "edge", rows)
         stores = {
             "local scan": reopened,
-            "local narrowed": QdrantBackend(path=root / "full", narrow=True),
+            "local narrowed": build_backend("qdrant", path=root / "full", narrow=True),
             "engine scan": EngineStore(shard, narrow=False),
             "engine narrowed": EngineStore(shard, narrow=True),
-            "memory": MemoryBackend(),
+            "memory": build_backend("memory"),
         }
         stores["memory"].replace_papers(rows)
         terms = term_rows(stores, rows, data, args.repeats)

@@ -19,6 +19,7 @@ from benchmarks import retrieval_latency as lat
 from benchmarks.retrieval_stores import load
 from benchmarks.retrieval_workload import answer_all, final_recall
 from candlefire_pipeline.backends import pg_bulk
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import PgAnnSettings
@@ -113,7 +114,7 @@ def compare(
     for name, (vector_type, quantization, factors) in LAYOUTS.items():
         label = f"layout_{name.replace('+', '_')}"
         ann = replace(base, vector_type=vector_type, quantization=quantization)
-        store = PgVectorBackend(dsn, table=label, ann=ann)
+        store = build_backend("pgvector", dsn, table=label, ann=ann)
         if rebuild:
             store.reset()
         load_s = load(store, rows, embedder.model_id, dim)
@@ -126,7 +127,7 @@ def compare(
         store.close()
         for factor in factors:
             tuned = replace(ann, rerank_factor=factor) if factor else ann
-            store = PgVectorBackend(dsn, table=label, ann=tuned)
+            store = build_backend("pgvector", dsn, table=label, ann=tuned)
             m = measure_layout(store, embedder, requests, oracle, qvecs, exact)
             store.close()
             shown = f"{name} (re-rank {factor}x)" if factor else name

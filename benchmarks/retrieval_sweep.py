@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from benchmarks import retrieval_latency as lat
 from benchmarks.retrieval_workload import answer_all, final_recall, list_recall
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import PgAnnSettings
 
@@ -43,7 +43,7 @@ class Point:
 
 
 def measure(dsn: str, table: str, ann: PgAnnSettings, embedder, requests, oracle) -> Point:
-    store = PgVectorBackend(dsn, table=table, ann=ann)
+    store = build_backend("pgvector", dsn, table=table, ann=ann)
     try:
         retriever = Retriever(store, embedder)
         answer_all(retriever, requests[:3])  # warm the connection and the index pages

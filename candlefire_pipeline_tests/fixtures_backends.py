@@ -29,10 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from candlefire_pipeline.backends.factory import BACKEND_NAMES
-from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.factory import BACKEND_NAMES, build_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.settings import PgAnnSettings
 
@@ -125,35 +123,20 @@ def make_backend(request, tmp_path: Path) -> Iterator[Callable[..., object]]:
         suffix = uuid.uuid4().hex[:12]
         if name in PG_LAYOUTS:
             name, kwargs = "pgvector", {"ann": PG_LAYOUTS[name], **kwargs}
+        args, where = (), {}
         if name == "pgvector":
-            dsn = request.getfixturevalue("pg_dsn")
-            store = PgVectorBackend(
-                dsn, table=f"t_{suffix}", substring_mode=substring_mode, **kwargs
-            )
+            args, where = (request.getfixturevalue("pg_dsn"),), {"table": f"t_{suffix}"}
         elif name == "chroma":
-            from candlefire_pipeline.backends.chroma import ChromaBackend  # heavy: import on use
-
-            path = tmp_path / f"chroma_{suffix}"
-            store = ChromaBackend(
-                path=path, collection=f"c_{suffix}", substring_mode=substring_mode, **kwargs
-            )
+            where = {"path": tmp_path / f"chroma_{suffix}", "collection": f"c_{suffix}"}
         elif name == "qdrant":
-            from candlefire_pipeline.backends.qdrant import QdrantBackend
-
-            store = QdrantBackend(
-                path=tmp_path / f"qdrant_{suffix}", collection=f"q_{suffix}",
-                substring_mode=substring_mode, **kwargs,
-            )  # fmt: skip
-        elif name == "memory":
-            store = MemoryBackend(substring_mode=substring_mode, **kwargs)
-        else:
-            raise ValueError(f"unknown backend {name!r}; expected one of {BACKEND_NAMES}")
+            where = {"path": tmp_path / f"qdrant_{suffix}", "collection": f"q_{suffix}"}
+        store = build_backend(name, *args, substring_mode=substring_mode, **where, **kwargs)
         made.append(store)
         return store
 
     yield factory
     for store in made:
-        if isinstance(store, PgVectorBackend):
+        if store.name == "pgvector":
             store.reset()
         store.close()
 
