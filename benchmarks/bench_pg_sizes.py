@@ -25,6 +25,7 @@ import psycopg
 from benchmarks.bench_embedding import abstract_chunks, scifact_papers
 from benchmarks.throughput_models import pmc_section_chunks
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.settings import Settings
 
 MB = 1024 * 1024
 #: layout -> (column type, index expression, operator class)
@@ -53,12 +54,12 @@ def load(conn, table: str, column: str, dim: int, n: int) -> None:
 
 
 def build(conn, table: str, expression: str, opclass: str, dim: int) -> tuple[float, float]:
-    """Seconds to build the HNSW index (m 16, ef_construction 64) and its size in bytes."""
+    """Seconds to build the HNSW index (the product's m and ef_construction) and its size."""
     conn.execute(f"DROP INDEX IF EXISTS {table}_ann")
     started = time.perf_counter()
     conn.execute(
         f"CREATE INDEX {table}_ann ON {table} USING hnsw ({expression.format(dim=dim)} {opclass})"
-        " WITH (m = 16, ef_construction = 64)"
+        f" WITH (m = {Settings.hnsw_m}, ef_construction = {Settings.hnsw_ef_construction})"
     )
     seconds = time.perf_counter() - started
     (size,) = conn.execute(f"SELECT pg_relation_size('{table}_ann')").fetchone()

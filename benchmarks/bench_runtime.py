@@ -92,7 +92,7 @@ def speed_section(settings: Settings, repeats: int, texts: int, sizes: list[int]
 
 
 def agreement_section(settings: Settings) -> str:
-    models = runtime_speed.embedders(settings, RUNTIMES, batch_size=64)
+    models = runtime_speed.embedders(settings, RUNTIMES, batch_size=settings.embed_batch_size)
     with LoadMonitor() as load:
         results = runtime_agreement.agreement(models)
     reference = results[0]
