@@ -9,16 +9,14 @@ Writes the "qdrant" section of docs/BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks._report import write_section
+from benchmarks.helpers import LoadMonitor, timed, write_section
 from benchmarks.retrieval_data import scifact_records, synthetic_corpus
 from candlefire_pipeline.backends import qdrant, qdrant_local
 from candlefire_pipeline.backends.base import Filter
@@ -40,16 +38,6 @@ def corpus(chunks: int):
     base = np.random.default_rng(3).normal(size=(len(papers), DIM)).astype(np.float32)
     data = synthetic_corpus(papers, base / np.linalg.norm(base, axis=1, keepdims=True))
     return store_rows(data.chunks[:chunks], data.vectors[:chunks], "b1", "bench"), data
-
-
-def timed(fn, repeats: int) -> tuple[float, object]:
-    """Median seconds of fn() over repeats, and its last result."""
-    times, result = [], None
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
 
 
 def upsert_rate(root: Path, rows, batch: int, tuned: bool = True) -> float:
@@ -144,7 +132,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    load_start = os.getloadavg()
+    load = LoadMonitor().start()
     default_batch = qdrant.UPSERT_BATCH
     rows, data = corpus(args.chunks)
     root = Path(tempfile.mkdtemp(prefix="bench-qdrant-"))
@@ -170,13 +158,12 @@ def main() -> None:
         shard.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    load_end = os.getloadavg()
+    load.stop()
     markdown = "\n".join(
         [
             "## Qdrant (local mode)",
             "",
-            f"`python -m benchmarks.bench_qdrant --chunks {rows.num_rows}`; load average "
-            f"{load_start[0]:.1f} at start, {load_end[0]:.1f} at the end (2 cores).",
+            f"`python -m benchmarks.bench_qdrant --chunks {rows.num_rows}`. {load.note()}",
             "",
             f"### Upsert batch size ({TRIAL_ROWS:,} rows of {DIM} dims + ~1 kB text each)",
             "",

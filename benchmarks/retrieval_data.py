@@ -17,6 +17,7 @@ import numpy as np
 from candlefire_pipeline.corpus.chunking import chunk_paper
 from candlefire_pipeline.corpus.demo_vocab import GENES, MODELS, OUTCOMES
 from candlefire_pipeline.embedding import EmbeddingCache
+from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.settings import REPO_ROOT
 
 logger = logging.getLogger(__name__)
@@ -94,7 +95,8 @@ def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 10) -> flo
 
 
 def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 100) -> float:
-    return len(set(ranked[:k]) & relevant) / len(relevant) if relevant else 0.0
+    """Share of the relevant documents in the top k (the parity report's recall)."""
+    return metrics.recall(ranked[:k], relevant)
 
 
 # -- synthetic latency corpus -----------------------------------------------------------------

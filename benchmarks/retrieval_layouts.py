@@ -12,10 +12,9 @@ import logging
 import time
 from dataclasses import replace
 
-import numpy as np
 from psycopg import sql
 
-from benchmarks import retrieval_latency as lat
+from benchmarks.helpers import chunk_recall, ms
 from benchmarks.retrieval_stores import load
 from benchmarks.retrieval_workload import answer_all, final_recall
 from candlefire_pipeline.backends import pg_bulk
@@ -85,12 +84,7 @@ def build_times(store: PgVectorBackend, dim: int, total: int) -> list[tuple[int,
 
 def measure_layout(store, embedder, requests, oracle, qvecs, exact) -> dict:
     found = store.semantic_candidates(qvecs, 15, stage="semantic")
-    ann_recall = np.mean(
-        [
-            len({r["chunk_id"] for r in f} & {r["chunk_id"] for r in e}) / 15
-            for f, e in zip(found, exact, strict=True)
-        ]
-    )
+    ann_recall = chunk_recall(found, exact)
     retriever = Retriever(store, embedder)
     answer_all(retriever, requests[:3])
     answers = answer_all(retriever, requests)
@@ -132,8 +126,8 @@ def compare(
             store.close()
             shown = f"{name} (re-rank {factor}x)" if factor else name
             table_lines.append(
-                f"| {shown} | {m['ann_recall']:.4f} | {m['final']:.4f} | {lat.ms(m['semantic'])}"
-                f" | {lat.ms(m['entities'])} | {lat.ms(m['store'])} | {size['table']:.0f} |"
+                f"| {shown} | {m['ann_recall']:.4f} | {m['final']:.4f} | {ms(m['semantic'])}"
+                f" | {ms(m['entities'])} | {ms(m['store'])} | {size['table']:.0f} |"
                 f" {size['ann']:.0f} | {size['indexes']:.0f} | {load_s:.0f} |"
             )
     lines = [

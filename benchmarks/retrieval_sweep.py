@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from benchmarks import retrieval_latency as lat
+from benchmarks.helpers import ms
 from benchmarks.retrieval_workload import answer_all, final_recall, list_recall
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.retrieval.retriever import Retriever
@@ -38,7 +38,7 @@ class Point:
         ef = self.ann.ef_search if varied == "semantic" else self.ann.ef_search_entities
         return (
             f"| {varied} | {ef} | {self.final:.4f} | {self.semantic_recall:.4f} |"
-            f" {self.entity_recall:.4f} | {lat.ms(self.semantic_s)} | {lat.ms(self.entity_s)} |"
+            f" {self.entity_recall:.4f} | {ms(self.semantic_s)} | {ms(self.entity_s)} |"
         )
 
 
@@ -104,6 +104,6 @@ def sweep(dsn: str, table: str, base: PgAnnSettings, embedder, requests, oracle)
         f"Chosen (smallest ef_search with final recall@15 >= {TARGET_RECALL + MARGIN:.3f}):"
         f" semantic **{chosen.ef_search}**, entities **{chosen.ef_search_entities}**; together:"
         f" final recall@15 **{pair.final:.4f}** (goal >= {TARGET_RECALL}), semantic"
-        f" {lat.ms(pair.semantic_s)} ms, entities {lat.ms(pair.entity_s)} ms.",
+        f" {ms(pair.semantic_s)} ms, entities {ms(pair.entity_s)} ms.",
     ]
     return lines, chosen, pair
