@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks import embedding_rss
-from benchmarks._machine import LoadMonitor
+from benchmarks.helpers import LoadMonitor
 from benchmarks.retrieval_data import shared_data
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA
 from candlefire_pipeline.embedding import (
@@ -172,7 +172,7 @@ def main() -> None:
         mode, runtime, drop, out_dir = args.rss_child
         embedding_rss.child(mode, runtime, Path(drop), Path(out_dir))
         return
-    from benchmarks._report import write_section
+    from benchmarks.helpers import write_section
 
     if not args.rss_only:
         throughput, ratio = throughput_section(args.texts, args.repeats)

@@ -145,7 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
-    from benchmarks._report import write_section
+    from benchmarks.helpers import write_section
 
     root = Path(tempfile.mkdtemp(prefix="bench-incremental-"))
     root.chmod(0o755)  # pgserver runs the server as an unprivileged user when we are root

@@ -23,10 +23,10 @@ import chromadb
 import pyarrow as pa
 from chromadb.config import Settings as ChromaSettings
 
+from benchmarks.helpers import LoadMonitor
 from benchmarks.load_chroma import add_in_batches
 from benchmarks.load_pg import PgLoads, Timing
 from benchmarks.load_rows import synthetic_rows
-from benchmarks.machine_load import LoadSampler
 from candlefire_pipeline.backends import pg_bulk
 from candlefire_pipeline.backends.common import rows_dim
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
@@ -218,9 +218,9 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
-    from benchmarks._report import write_section
+    from benchmarks.helpers import write_section
 
-    started, sampler = time.perf_counter(), LoadSampler()
+    started, sampler = time.perf_counter(), LoadMonitor().start()
     rows = synthetic_rows(args.rows)
     log.info("generated %d rows in %.1f s", rows.num_rows, time.perf_counter() - started)
     with temp_dir("bench-load-pg-") as root:

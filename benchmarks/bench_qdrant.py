@@ -9,22 +9,20 @@ Writes the "qdrant" section of docs/BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks._report import write_section
-from benchmarks.retrieval_data import rows_table, scifact_records, synthetic_corpus
+from benchmarks.helpers import LoadMonitor, timed, write_section
+from benchmarks.retrieval_data import scifact_records, synthetic_corpus
 from candlefire_pipeline.backends import qdrant, qdrant_local
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.backends.qdrant import QdrantBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.qdrant_filters import narrowing_tokens, qdrant_filter
+from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.retrieval.variants import term_variants
 from candlefire_pipeline_tests.backends import qdrant_engine
@@ -39,17 +37,7 @@ def corpus(chunks: int):
     papers = [r for r in scifact_records() if r.get("abstract")]
     base = np.random.default_rng(3).normal(size=(len(papers), DIM)).astype(np.float32)
     data = synthetic_corpus(papers, base / np.linalg.norm(base, axis=1, keepdims=True))
-    return rows_table(data.chunks[:chunks], data.vectors[:chunks], "bench", "b1"), data
-
-
-def timed(fn, repeats: int) -> tuple[float, object]:
-    """Median seconds of fn() over repeats, and its last result."""
-    times, result = [], None
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
+    return store_rows(data.chunks[:chunks], data.vectors[:chunks], "b1", "bench"), data
 
 
 def upsert_rate(root: Path, rows, batch: int, tuned: bool = True) -> float:
@@ -59,7 +47,7 @@ def upsert_rate(root: Path, rows, batch: int, tuned: bool = True) -> float:
     if not tuned:
         qdrant_local.tune_storage = lambda client: None
     try:
-        store = QdrantBackend(path=root / f"b{batch}{'' if tuned else 'raw'}")
+        store = build_backend("qdrant", path=root / f"b{batch}{'' if tuned else 'raw'}")
         started = time.perf_counter()
         store.replace_papers(rows)
         seconds = time.perf_counter() - started
@@ -144,24 +132,24 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    load_start = os.getloadavg()
+    load = LoadMonitor().start()
     default_batch = qdrant.UPSERT_BATCH
     rows, data = corpus(args.chunks)
     root = Path(tempfile.mkdtemp(prefix="bench-qdrant-"))
     try:
         batch_lines, best = batch_section(root, rows)
         qdrant.UPSERT_BATCH = default_batch
-        full = QdrantBackend(path=root / "full")
+        full = build_backend("qdrant", path=root / "full")
         load_s, _ = timed(lambda: full.replace_papers(rows), 1)
         full.close()
-        open_s, reopened = timed(lambda: QdrantBackend(path=root / "full"), 1)
+        open_s, reopened = timed(lambda: build_backend("qdrant", path=root / "full"), 1)
         shard = engine_shard(root / "edge", rows)
         stores = {
             "local scan": reopened,
-            "local narrowed": QdrantBackend(path=root / "full", narrow=True),
+            "local narrowed": build_backend("qdrant", path=root / "full", narrow=True),
             "engine scan": EngineStore(shard, narrow=False),
             "engine narrowed": EngineStore(shard, narrow=True),
-            "memory": MemoryBackend(),
+            "memory": build_backend("memory"),
         }
         stores["memory"].replace_papers(rows)
         terms = term_rows(stores, rows, data, args.repeats)
@@ -170,13 +158,12 @@ def main() -> None:
         shard.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    load_end = os.getloadavg()
+    load.stop()
     markdown = "\n".join(
         [
             "## Qdrant (local mode)",
             "",
-            f"`python -m benchmarks.bench_qdrant --chunks {rows.num_rows}`; load average "
-            f"{load_start[0]:.1f} at start, {load_end[0]:.1f} at the end (2 cores).",
+            f"`python -m benchmarks.bench_qdrant --chunks {rows.num_rows}`. {load.note()}",
             "",
             f"### Upsert batch size ({TRIAL_ROWS:,} rows of {DIM} dims + ~1 kB text each)",
             "",

@@ -16,14 +16,12 @@ import numpy as np
 
 from benchmarks import retrieval_latency as lat
 from benchmarks import retrieval_sections as sections
-from benchmarks._report import write_section
-from benchmarks.machine_load import LoadSampler
+from benchmarks.helpers import LoadMonitor, ms, timed, write_section
 from benchmarks.retrieval_data import (
     LATENCY_CHUNKS,
     bench_dir,
     ndcg_at,
     recall_at,
-    rows_table,
     scifact_chunks,
     scifact_queries,
     scifact_records,
@@ -45,6 +43,7 @@ from benchmarks.retrieval_workload import (
     answer_all,
     latency_workload,
 )
+from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
@@ -63,7 +62,7 @@ def quality(embedder, dsn: str, args) -> list[str]:
     """nDCG@10 / recall@100 of the semantic stage over the 809 SciFact training claims."""
     chunks = scifact_chunks(scifact_records())
     vectors = cached(embedder, [c["document"] for c in chunks], [c["content_hash"] for c in chunks])
-    rows = rows_table(chunks, vectors, embedder.model_id, "scifact")
+    rows = store_rows(chunks, vectors, "scifact", embedder.model_id)
     queries = scifact_queries()
     qvecs = cached(embedder, [q.text for q in queries])
     figures = {}
@@ -73,7 +72,7 @@ def quality(embedder, dsn: str, args) -> list[str]:
         retriever = Retriever(store, embedder)
         ndcg, recall, seconds = [], [], []
         for query, vector in zip(queries, qvecs, strict=True):
-            took, found = lat.timed(lambda r=retriever, v=vector: r.search(v, n=100))
+            took, found = timed(lambda r=retriever, v=vector: r.search(v, n=100))
             pmids = [r["pmid"] for r in found]
             ndcg.append(ndcg_at(pmids, query.relevant))
             recall.append(recall_at(pmids, query.relevant))
@@ -90,7 +89,7 @@ def quality(embedder, dsn: str, args) -> list[str]:
     ]
     for name, (ndcg, recall, seconds) in figures.items():
         lines.append(
-            f"| {name} | {ndcg:.4f} | {ndcg - oracle:+.4f} | {recall:.4f} | {lat.ms(seconds)} |"
+            f"| {name} | {ndcg:.4f} | {ndcg - oracle:+.4f} | {recall:.4f} | {ms(seconds)} |"
         )
     return lines
 
@@ -182,7 +181,7 @@ def main() -> None:
     embedder = load_embedder(DEFAULT_MODEL_ID)
     with embedded_postgres() as dsn:
         for part in parts:
-            started, sampler = time.perf_counter(), LoadSampler()
+            started, sampler = time.perf_counter(), LoadMonitor().start()
             lines = RUNNERS[part](embedder, dsn, args)
             save_part(part, [TITLES[part], "", *lines, "", sampler.stop().note()])
             logger.info("%s done in %.0f s", part, time.perf_counter() - started)

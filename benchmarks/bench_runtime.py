@@ -13,7 +13,7 @@ import os
 import statistics
 
 from benchmarks import runtime_agreement, runtime_speed
-from benchmarks._machine import LoadMonitor
+from benchmarks.helpers import LoadMonitor
 from candlefire_pipeline.settings import (
     DEFAULT_BULK_RUNTIME,
     DEFAULT_QUERY_RUNTIME,
@@ -92,7 +92,7 @@ def speed_section(settings: Settings, repeats: int, texts: int, sizes: list[int]
 
 
 def agreement_section(settings: Settings) -> str:
-    models = runtime_speed.embedders(settings, RUNTIMES, batch_size=64)
+    models = runtime_speed.embedders(settings, RUNTIMES, batch_size=settings.embed_batch_size)
     with LoadMonitor() as load:
         results = runtime_agreement.agreement(models)
     reference = results[0]
@@ -133,7 +133,7 @@ def main() -> None:
     parser.add_argument("--skip-agreement", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    from benchmarks._report import write_section
+    from benchmarks.helpers import write_section
 
     settings = Settings.from_env()
     if not args.skip_speed:

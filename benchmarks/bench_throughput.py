@@ -12,7 +12,6 @@ Run: .venv/bin/python -m benchmarks.bench_throughput [--texts N] [--repeats N] [
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.bench_embedding import abstract_chunks, scifact_papers
+from benchmarks.helpers import LoadMonitor
 from benchmarks.throughput_models import mpnet_base_random, pmc_section_chunks, token_lengths
 from candlefire_pipeline.embedding import SentenceTransformerEmbedder, load_embedder
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID
@@ -102,7 +102,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-ray", action="store_true")
     args = parser.parse_args()
-    load_before = os.getloadavg()
+    load = LoadMonitor().start()
     abstracts = abstract_chunks(scifact_papers(args.texts))["document"].to_pylist()
     corpora = {
         "SciFact abstract chunks": longest_first(abstracts),
@@ -114,7 +114,7 @@ def main() -> None:
         fewer = {name: spread(texts, args.mpnet_texts) for name, texts in corpora.items()}
         rows += model_rows("MPNet-base, random weights", mpnet, fewer, args.repeats)
     ray = [] if args.skip_ray else ray_rows(corpora["SciFact abstract chunks"], args.repeats)
-    load_after = os.getloadavg()
+    load.stop()
     markdown = "\n".join(
         [
             "Embedding throughput through `SentenceTransformerEmbedder` (longest-first, batch 64,"
@@ -129,19 +129,11 @@ def main() -> None:
             "|---|---:|---|---:|---:|---:|---:|",
             *rows,
             *(["\nOn a local Ray cluster (same abstract chunks, MiniLM):\n", *ray] if ray else []),
-            f"\nMachine load (1/5/15-min load average on {os.cpu_count()} cores): before"
-            f" {', '.join(f'{x:.1f}' for x in load_before)}; after"
-            f" {', '.join(f'{x:.1f}' for x in load_after)}."
-            + (
-                " Load above the core count means other processes shared the CPUs: rates are"
-                " lower bounds, ratios are the meaningful part."
-                if max(load_before[0], load_after[0]) > (os.cpu_count() or 1)
-                else ""
-            ),
+            f"\n{load.note()} Under load, rates are lower bounds; ratios are the meaningful part.",
         ]
     )
     print(markdown)
-    from benchmarks._report import write_section
+    from benchmarks.helpers import write_section
 
     write_section("throughput", markdown)
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._machine import LoadMonitor
+from benchmarks.helpers import LoadMonitor
 from benchmarks.retrieval_data import DOC_CHARS, shared_data
 from candlefire_pipeline.settings import REPO_ROOT
 

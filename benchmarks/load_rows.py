@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 
-from candlefire_pipeline.corpus.schema import store_schema
+from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_rows
 
 MODEL_ID = "bench-synthetic"
 CHUNKS_PER_PAPER = 3
@@ -60,11 +60,9 @@ def synthetic_rows(n: int, dim: int = 384, seed: int = 0) -> pa.Table:
         "document": documents,
         "content_hash": _hex_digests(chunk_ids),
         "paper_hash": _hex_digests(pmids),
-        "batch_key": ["bench-load"] * n,
-        "model_id": [MODEL_ID] * n,
-        "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim),
     }
-    return pa.Table.from_pydict(columns, schema=store_schema(dim))
+    chunks = pa.Table.from_pydict(columns, schema=CHUNK_SCHEMA)
+    return store_rows(chunks, vectors, "bench-load", MODEL_ID, dim)
 
 
 def python_rows(rows: pa.Table, columns: tuple[str, ...]) -> list[list]:

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from candlefire_pipeline.corpus.chunking import chunk_paper
 from candlefire_pipeline.corpus.demo_vocab import GENES, MODELS, OUTCOMES
-from candlefire_pipeline.corpus.schema import store_schema
 from candlefire_pipeline.embedding import EmbeddingCache
+from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.settings import REPO_ROOT
 
 logger = logging.getLogger(__name__)
@@ -88,18 +87,6 @@ def scifact_queries() -> list[Query]:
     return [Query(r["qid"], r["text"], frozenset(map(str, r["relevant"]))) for r in rows]
 
 
-def rows_table(chunks: list[dict], vectors: np.ndarray, model_id: str, batch: str) -> pa.Table:
-    """store_schema rows for chunk dicts (CHUNK_SCHEMA fields) and their vectors."""
-    schema = store_schema(vectors.shape[1])
-    table = pa.Table.from_pylist(
-        [{**c, "batch_key": batch, "model_id": model_id} for c in chunks],
-        schema=pa.schema(list(schema)[:-1]),
-    )
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
-    column = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
-    return table.append_column(schema.field("embedding"), column)
-
-
 def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 10) -> float:
     """Binary-gain nDCG@k."""
     dcg = sum(1 / math.log2(i + 2) for i, pmid in enumerate(ranked[:k]) if pmid in relevant)
@@ -108,7 +95,8 @@ def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 10) -> flo
 
 
 def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 100) -> float:
-    return len(set(ranked[:k]) & relevant) / len(relevant) if relevant else 0.0
+    """Share of the relevant documents in the top k (the parity report's recall)."""
+    return metrics.recall(ranked[:k], relevant)
 
 
 # -- synthetic latency corpus -----------------------------------------------------------------

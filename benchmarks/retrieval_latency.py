@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from benchmarks.helpers import chunk_recall, timed
 from benchmarks.retrieval_data import SyntheticCorpus, _spelling
 from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import Filter
@@ -26,20 +26,6 @@ class Request:
     query: str
     entities: tuple[str, ...]
     terms: tuple[str, ...]  # one per TERM_KINDS
-
-
-def pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else float("nan")
-
-
-def ms(values: Sequence[float]) -> str:
-    return f"{pct(values, 50) * 1e3:.1f} / {pct(values, 95) * 1e3:.1f}"
-
-
-def timed(call: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
-    out = call()
-    return time.perf_counter() - start, out
 
 
 def make_requests(
@@ -76,13 +62,9 @@ def run_requests(
 
 def ann_recall(store, oracle, vectors: np.ndarray, k: int = 15) -> float:
     """Mean share of the oracle's exact top-k chunk ids that the store's ANN returns."""
-    found = store.semantic_candidates(vectors, k)
-    exact = oracle.semantic_candidates(vectors, k)
-    hits = [
-        len({r["chunk_id"] for r in got} & {r["chunk_id"] for r in ref}) / k
-        for got, ref in zip(found, exact, strict=True)
-    ]
-    return float(np.mean(hits))
+    return chunk_recall(
+        store.semantic_candidates(vectors, k), oracle.semantic_candidates(vectors, k)
+    )
 
 
 def server_ms(store: PgVectorBackend, vectors: np.ndarray, n: int, stage: str) -> float:

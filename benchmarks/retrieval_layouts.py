@@ -12,13 +12,13 @@ import logging
 import time
 from dataclasses import replace
 
-import numpy as np
 from psycopg import sql
 
-from benchmarks import retrieval_latency as lat
+from benchmarks.helpers import chunk_recall, ms
 from benchmarks.retrieval_stores import load
 from benchmarks.retrieval_workload import answer_all, final_recall
 from candlefire_pipeline.backends import pg_bulk
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import PgAnnSettings
@@ -84,12 +84,7 @@ def build_times(store: PgVectorBackend, dim: int, total: int) -> list[tuple[int,
 
 def measure_layout(store, embedder, requests, oracle, qvecs, exact) -> dict:
     found = store.semantic_candidates(qvecs, 15, stage="semantic")
-    ann_recall = np.mean(
-        [
-            len({r["chunk_id"] for r in f} & {r["chunk_id"] for r in e}) / 15
-            for f, e in zip(found, exact, strict=True)
-        ]
-    )
+    ann_recall = chunk_recall(found, exact)
     retriever = Retriever(store, embedder)
     answer_all(retriever, requests[:3])
     answers = answer_all(retriever, requests)
@@ -113,7 +108,7 @@ def compare(
     for name, (vector_type, quantization, factors) in LAYOUTS.items():
         label = f"layout_{name.replace('+', '_')}"
         ann = replace(base, vector_type=vector_type, quantization=quantization)
-        store = PgVectorBackend(dsn, table=label, ann=ann)
+        store = build_backend("pgvector", dsn, table=label, ann=ann)
         if rebuild:
             store.reset()
         load_s = load(store, rows, embedder.model_id, dim)
@@ -126,13 +121,13 @@ def compare(
         store.close()
         for factor in factors:
             tuned = replace(ann, rerank_factor=factor) if factor else ann
-            store = PgVectorBackend(dsn, table=label, ann=tuned)
+            store = build_backend("pgvector", dsn, table=label, ann=tuned)
             m = measure_layout(store, embedder, requests, oracle, qvecs, exact)
             store.close()
             shown = f"{name} (re-rank {factor}x)" if factor else name
             table_lines.append(
-                f"| {shown} | {m['ann_recall']:.4f} | {m['final']:.4f} | {lat.ms(m['semantic'])}"
-                f" | {lat.ms(m['entities'])} | {lat.ms(m['store'])} | {size['table']:.0f} |"
+                f"| {shown} | {m['ann_recall']:.4f} | {m['final']:.4f} | {ms(m['semantic'])}"
+                f" | {ms(m['entities'])} | {ms(m['store'])} | {size['table']:.0f} |"
                 f" {size['ann']:.0f} | {size['indexes']:.0f} | {load_s:.0f} |"
             )
     lines = [

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import retrieval_latency as lat
+from benchmarks.helpers import ms
 from benchmarks.retrieval_stores import without_trigram_index
+from candlefire_pipeline.parity.metrics import percentile
 from candlefire_pipeline.retrieval.retriever import TIMING_STAGES
 
 #: Same-run goal of issue #14: full retrieve() on pgvector vs the same code on Chroma.
@@ -27,7 +29,7 @@ def stage_table(measured: dict, backends) -> list[str]:
         "|---|" + "---|" * len(TIMING_STAGES),
     ]
     for name in backends:
-        cells = [lat.ms(measured[name]["timings"][s]) for s in TIMING_STAGES]
+        cells = [ms(measured[name]["timings"][s]) for s in TIMING_STAGES]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -35,8 +37,8 @@ def stage_table(measured: dict, backends) -> list[str]:
 def where_time_goes(timings: dict[str, list[float]]) -> str:
     """Share of pgvector's p50 total per stage (medians do not add up exactly; shown as shares)."""
     stages = ("embed", "semantic", "entities", "keyword", "grounding")
-    total = lat.pct(timings["total"], 50)
-    medians = {stage: lat.pct(timings[stage], 50) for stage in stages}
+    total = percentile(timings["total"], 50)
+    medians = {stage: percentile(timings[stage], 50) for stage in stages}
     parts = ", ".join(f"{stage} {median / total:.0%}" for stage, median in medians.items())
     rest = max(total - sum(medians.values()), 0.0)
     pairs = zip(timings["total"], timings["embed"], strict=True)
@@ -44,7 +46,7 @@ def where_time_goes(timings: dict[str, list[float]]) -> str:
     return (
         f"Where pgvector's time goes (share of its p50 total {total * 1e3:.1f} ms): {parts},"
         f" ranking and the rest {rest / total:.0%}. Without the query embedding the request takes"
-        f" {lat.ms(store_only)} ms (p50 / p95)."
+        f" {ms(store_only)} ms (p50 / p95)."
     )
 
 
@@ -52,7 +54,7 @@ def chroma_ratio(measured: dict) -> list[str]:
     pg, ch = measured["pgvector"]["timings"]["total"], measured["chroma"]["timings"]["total"]
     lines = []
     for q in (50, 95):
-        ratio = lat.pct(ch, q) / lat.pct(pg, q)
+        ratio = percentile(ch, q) / percentile(pg, q)
         verdict = "met" if ratio >= CHROMA_RATIO_GOAL else "MISSED"
         lines.append(f"p{q} {ratio:.1f}x ({verdict})")
     return [
@@ -90,7 +92,9 @@ def agreement_table(stores, measured, embedder, requests) -> list[str]:
 def fan_out_section(store, measured: dict, embedder, requests) -> list[str]:
     """Fan-out vs one semantic query: inside retrieve(), then the same calls profiled alone."""
     timings = measured["pgvector"]["timings"]
-    ratios = [lat.pct(timings["entities"], q) / lat.pct(timings["semantic"], q) for q in (50, 95)]
+    ratios = [
+        percentile(timings["entities"], q) / percentile(timings["semantic"], q) for q in (50, 95)
+    ]
     verdict = "met" if max(ratios) <= FAN_OUT_GOAL else "MISSED"
     t = lat.fan_out(store, requests, embedder)
     rows = [
@@ -111,10 +115,10 @@ def fan_out_section(store, measured: dict, embedder, requests) -> list[str]:
         "|---|---|---|---|",
     ]
     for label, client, server in rows:
-        srv = lat.ms(server) if server else "-"
-        gap = (lat.pct(client, 50) - lat.pct(server, 50)) * 1e3 if server else float("nan")
-        lines.append(f"| {label} | {lat.ms(client)} | {srv} | {gap:.1f} |")
-    lines.append(f"\nOne entity name alone: {lat.ms(t['per_name'])} ms (p50 / p95).")
+        srv = ms(server) if server else "-"
+        gap = (percentile(client, 50) - percentile(server, 50)) * 1e3 if server else float("nan")
+        lines.append(f"| {label} | {ms(client)} | {srv} | {gap:.1f} |")
+    lines.append(f"\nOne entity name alone: {ms(t['per_name'])} ms (p50 / p95).")
     return lines
 
 
@@ -144,7 +148,7 @@ def grounding_section(stores, embedder, requests) -> list[str]:
         for kind, t in kinds.items():
             share = np.mean(t["grounded"])
             lines.append(
-                f"| {name} | {kind} | {share:.0%} | {lat.ms(t['corpus'])} |"
-                f" {lat.ms(t['abstract'])} | {lat.ms(t['keyword'])} |"
+                f"| {name} | {kind} | {share:.0%} | {ms(t['corpus'])} |"
+                f" {ms(t['abstract'])} | {ms(t['keyword'])} |"
             )
     return lines

@@ -10,8 +10,7 @@ import pyarrow as pa
 from psycopg import sql
 
 from benchmarks.retrieval_data import bench_dir
-from candlefire_pipeline.backends.chroma import ChromaBackend
-from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg_layout import StoreLayoutError
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
@@ -35,10 +34,10 @@ def embedded_postgres():
 def open_store(name: str, dsn: str, label: str, ann: PgAnnSettings | None = None):
     if name == "pgvector":
         # the product's settings unless a sweep asks for others
-        return PgVectorBackend(dsn, table=label, ann=ann or Settings.from_env().pg_ann)
+        return build_backend("pgvector", dsn, table=label, ann=ann or Settings.from_env().pg_ann)
     if name == "chroma":
-        return ChromaBackend(path=bench_dir() / "chroma", collection=label)
-    return MemoryBackend()
+        return build_backend("chroma", path=bench_dir() / "chroma", collection=label)
+    return build_backend("memory")
 
 
 def load(store, rows: pa.Table, model_id: str, dim: int) -> float:

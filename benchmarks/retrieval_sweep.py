@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from benchmarks import retrieval_latency as lat
+from benchmarks.helpers import ms
 from benchmarks.retrieval_workload import answer_all, final_recall, list_recall
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import PgAnnSettings
 
@@ -38,12 +38,12 @@ class Point:
         ef = self.ann.ef_search if varied == "semantic" else self.ann.ef_search_entities
         return (
             f"| {varied} | {ef} | {self.final:.4f} | {self.semantic_recall:.4f} |"
-            f" {self.entity_recall:.4f} | {lat.ms(self.semantic_s)} | {lat.ms(self.entity_s)} |"
+            f" {self.entity_recall:.4f} | {ms(self.semantic_s)} | {ms(self.entity_s)} |"
         )
 
 
 def measure(dsn: str, table: str, ann: PgAnnSettings, embedder, requests, oracle) -> Point:
-    store = PgVectorBackend(dsn, table=table, ann=ann)
+    store = build_backend("pgvector", dsn, table=table, ann=ann)
     try:
         retriever = Retriever(store, embedder)
         answer_all(retriever, requests[:3])  # warm the connection and the index pages
@@ -104,6 +104,6 @@ def sweep(dsn: str, table: str, base: PgAnnSettings, embedder, requests, oracle)
         f"Chosen (smallest ef_search with final recall@15 >= {TARGET_RECALL + MARGIN:.3f}):"
         f" semantic **{chosen.ef_search}**, entities **{chosen.ef_search_entities}**; together:"
         f" final recall@15 **{pair.final:.4f}** (goal >= {TARGET_RECALL}), semantic"
-        f" {lat.ms(pair.semantic_s)} ms, entities {lat.ms(pair.entity_s)} ms.",
+        f" {ms(pair.semantic_s)} ms, entities {ms(pair.entity_s)} ms.",
     ]
     return lines, chosen, pair

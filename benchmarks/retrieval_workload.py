@@ -11,13 +11,13 @@ import pyarrow as pa
 from benchmarks.retrieval_data import (
     SyntheticCorpus,
     entity_pool,
-    rows_table,
     scifact_queries,
     scifact_records,
     synthetic_corpus,
 )
 from benchmarks.retrieval_data import embed_cached as cached
 from benchmarks.retrieval_latency import Request, make_requests
+from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.parity import metrics
 
 
@@ -37,7 +37,7 @@ def latency_workload(embedder) -> Workload:
     # real embeddings of the SciFact titles (row i = records[i]) seed the synthetic vectors
     base = cached(embedder, [r["title"] for r in records])
     corpus = synthetic_corpus(records, base)
-    rows = rows_table(corpus.chunks, corpus.vectors, embedder.model_id, "synthetic")
+    rows = store_rows(corpus.chunks, corpus.vectors, "synthetic", embedder.model_id)
     return Workload(rows, corpus, entity_pool([r["title"] for r in records]))
 
 

@@ -73,7 +73,7 @@ def interleaved(calls: dict, repeats: int) -> dict[str, Timing]:
 
 def query_path(settings: Settings, runtimes: Sequence[str], repeats: int) -> dict[str, Timing]:
     """One request (query + 12 names) at a time, every runtime on the same requests."""
-    models = embedders(settings, runtimes, batch_size=64)
+    models = embedders(settings, runtimes, batch_size=settings.embed_batch_size)
     requests = query_requests(repeats)
     for model in models.values():  # warm-up: first calls pay one-off allocations
         model.embed(requests[0])

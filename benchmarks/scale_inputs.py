@@ -84,7 +84,7 @@ def main() -> None:
         ]
     )
     print(markdown)
-    from benchmarks._report import write_section
+    from benchmarks.helpers import write_section
 
     write_section("scale-inputs", markdown)
 

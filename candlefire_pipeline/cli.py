@@ -116,14 +116,16 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `candlefire fetch-pubmed`."""
-    from candlefire_pipeline.corpus.pubmed import DATE_TYPES
+    from candlefire_pipeline.corpus.pubmed import DATE_TYPES, EFETCH_BATCH
 
     iso_date = date.fromisoformat
     parser.add_argument("--query", required=True, help="PubMed query, e.g. 'SPG302 OR TDP-43'")
     parser.add_argument("--since", required=True, type=iso_date, help="first date, YYYY-MM-DD")
     parser.add_argument("--until", type=iso_date, help="last date, YYYY-MM-DD (default: today)")
     parser.add_argument("--max", dest="max_records", type=int, help="fetch at most N records")
-    parser.add_argument("--batch-size", type=int, default=500, help="records per efetch request")
+    parser.add_argument(
+        "--batch-size", type=int, default=EFETCH_BATCH, help="records per efetch request"
+    )
     parser.add_argument("--datetype", choices=DATE_TYPES, default="edat", help="edat: added")
     parser.add_argument("--drops-dir", type=Path, help="default: the configured drops folder")
 

@@ -14,9 +14,9 @@ from candlefire_pipeline.defs.schedules import parity_refresh_schedule, pubmed_f
 from candlefire_pipeline.defs.sensors import pubmed_drops_sensor
 from candlefire_pipeline.defs.store_assets import store_assets
 from candlefire_pipeline.defs.store_checks import build_store_checks
-from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.settings import code_location_settings
 
-settings = Settings.from_env()
+settings = code_location_settings()
 
 defs = dg.Definitions(
     assets=[

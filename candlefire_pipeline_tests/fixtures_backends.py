@@ -29,11 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from candlefire_pipeline.backends.factory import BACKEND_NAMES
-from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.factory import BACKEND_NAMES, build_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.corpus.schema import store_schema
+from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.settings import PgAnnSettings
 
 #: pgvector storage/ANN layouts besides the default (vector, plain HNSW) the suites also run on.
@@ -81,21 +79,7 @@ def make_rows(
     dim: int | None = None,
 ) -> pa.Table:
     """A store_schema(dim) table: one row per chunk dict, its vector from the same row index."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    dim = dim if dim is not None else (vectors.shape[1] if vectors.ndim == 2 else 0)
-    if len(chunks) != len(vectors):
-        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-    schema = store_schema(dim)
-    columns = {name: [c.get(name) for c in chunks] for name in schema.names[:-3]}
-    columns["batch_key"] = [batch_key] * len(chunks)
-    columns["model_id"] = [model_id] * len(chunks)
-    flat = pa.array(vectors.reshape(-1), pa.float32())
-    columns["embedding"] = pa.FixedSizeListArray.from_arrays(flat, dim)
-    arrays = [
-        columns["embedding"] if name == "embedding" else pa.array(columns[name], field.type)
-        for name, field in zip(schema.names, schema, strict=True)
-    ]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return store_rows(chunks, vectors, batch_key, model_id, dim)
 
 
 @contextmanager
@@ -139,35 +123,20 @@ def make_backend(request, tmp_path: Path) -> Iterator[Callable[..., object]]:
         suffix = uuid.uuid4().hex[:12]
         if name in PG_LAYOUTS:
             name, kwargs = "pgvector", {"ann": PG_LAYOUTS[name], **kwargs}
+        args, where = (), {}
         if name == "pgvector":
-            dsn = request.getfixturevalue("pg_dsn")
-            store = PgVectorBackend(
-                dsn, table=f"t_{suffix}", substring_mode=substring_mode, **kwargs
-            )
+            args, where = (request.getfixturevalue("pg_dsn"),), {"table": f"t_{suffix}"}
         elif name == "chroma":
-            from candlefire_pipeline.backends.chroma import ChromaBackend  # heavy: import on use
-
-            path = tmp_path / f"chroma_{suffix}"
-            store = ChromaBackend(
-                path=path, collection=f"c_{suffix}", substring_mode=substring_mode, **kwargs
-            )
+            where = {"path": tmp_path / f"chroma_{suffix}", "collection": f"c_{suffix}"}
         elif name == "qdrant":
-            from candlefire_pipeline.backends.qdrant import QdrantBackend
-
-            store = QdrantBackend(
-                path=tmp_path / f"qdrant_{suffix}", collection=f"q_{suffix}",
-                substring_mode=substring_mode, **kwargs,
-            )  # fmt: skip
-        elif name == "memory":
-            store = MemoryBackend(substring_mode=substring_mode, **kwargs)
-        else:
-            raise ValueError(f"unknown backend {name!r}; expected one of {BACKEND_NAMES}")
+            where = {"path": tmp_path / f"qdrant_{suffix}", "collection": f"q_{suffix}"}
+        store = build_backend(name, *args, substring_mode=substring_mode, **where, **kwargs)
         made.append(store)
         return store
 
     yield factory
     for store in made:
-        if isinstance(store, PgVectorBackend):
+        if store.name == "pgvector":
             store.reset()
         store.close()
 

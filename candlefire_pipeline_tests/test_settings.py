@@ -1,12 +1,21 @@
-"""Gate thresholds are validated where the environment is read: a range per gate."""
+"""Gate thresholds are validated where the environment is read; every setting has one default."""
 
 from __future__ import annotations
 
+import inspect
+import os
+
 import pytest
 
+from candlefire_pipeline.backends.factory import backend_class
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.serving import read_state
-from candlefire_pipeline.settings import THRESHOLD_RANGES, ParityThresholds, Settings
+from candlefire_pipeline.settings import (
+    THRESHOLD_RANGES,
+    ParityThresholds,
+    PgAnnSettings,
+    Settings,
+)
 
 OUT_OF_RANGE = [
     ("CANDLEFIRE_PARITY_MEAN_OVERLAP", "0"),  # would pass any overlap
@@ -78,3 +87,30 @@ def test_serving_override_is_validated(clean_env):
         Settings.from_env()
     clean_env.setenv("CANDLEFIRE_SERVING_BACKEND", "Chroma")
     assert Settings.from_env().serving_override == "chroma"
+
+
+def test_an_unset_environment_gives_exactly_the_dataclass_defaults(monkeypatch, tmp_path):
+    for variable in [v for v in os.environ if v.startswith(("CANDLEFIRE_", "RAY_", "NCBI_"))]:
+        monkeypatch.delenv(variable)
+    monkeypatch.setenv("CANDLEFIRE_DATA_DIR", str(tmp_path))
+    read = Settings.from_env()
+    assert read == Settings(data_dir=read.data_dir, drops_dir=read.data_dir / "drops")
+
+
+@pytest.mark.parametrize(
+    ("name", "parameter", "default"),
+    [
+        ("pgvector", "hnsw_m", Settings.hnsw_m),
+        ("pgvector", "hnsw_ef_construction", Settings.hnsw_ef_construction),
+        ("pgvector", "table", Settings.pg_table),
+        ("qdrant", "hnsw_m", Settings.hnsw_m),
+        ("qdrant", "ef_search", PgAnnSettings.ef_search),
+        ("qdrant", "lock_timeout", Settings.qdrant_lock_timeout),
+        ("chroma", "port", Settings.chroma_port),
+        ("chroma", "collection", Settings.chroma_collection),
+        ("memory", "substring_mode", Settings.substring_mode),
+    ],
+)
+def test_a_backend_built_without_settings_has_the_settings_defaults(name, parameter, default):
+    signature = inspect.signature(backend_class(name))
+    assert signature.parameters[parameter].default == default

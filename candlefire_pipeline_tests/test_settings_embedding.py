@@ -72,7 +72,7 @@ def test_one_variable_for_both_paths_and_one_per_path(env, values, query, bulk):
          "CANDLEFIRE_EMBED_RUNTIME_QUERY \\(onnx-int8\\) and CANDLEFIRE_EMBED_RUNTIME_BULK"),
         ({"CANDLEFIRE_EMBED_RUNTIME": "onnx-int8", "CANDLEFIRE_EMBED_RUNTIME_BULK": "onnx"},
          "make different vectors"),
-        ({"CANDLEFIRE_EMBED_BATCH": "0"}, r"_EMBED_BATCH must be >= 1 \(a positive"),
+        ({"CANDLEFIRE_EMBED_BATCH": "0"}, "CANDLEFIRE_EMBED_BATCH must be >= 1 \\(a positive"),
         ({"CANDLEFIRE_EMBED_BATCH": "many"}, "CANDLEFIRE_EMBED_BATCH must be an integer"),
         ({"CANDLEFIRE_EMBED_PROGRESS_SECONDS": "0"}, "CANDLEFIRE_EMBED_PROGRESS_SECONDS must be"),
         ({"CANDLEFIRE_EMBED_PROGRESS_SECONDS": "soon"}, "CANDLEFIRE_EMBED_PROGRESS_SECONDS must"),

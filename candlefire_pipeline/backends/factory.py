@@ -11,13 +11,39 @@ STORE_NAMES = ("pgvector", "chroma", "qdrant")
 BACKEND_NAMES = (*STORE_NAMES, "memory")
 
 
-def open_backend(name: str, settings: Settings) -> VectorBackend:
-    """A connected backend (one of BACKEND_NAMES); the caller closes it."""
+def backend_class(name: str) -> type[VectorBackend]:
+    """The class behind a backend name (imported on use: Chroma and Qdrant are heavy)."""
     if name == "pgvector":
-        from candlefire_pipeline.backends.pg_server import resolve_dsn
         from candlefire_pipeline.backends.pgvector import PgVectorBackend
 
-        return PgVectorBackend(
+        return PgVectorBackend
+    if name == "chroma":
+        from candlefire_pipeline.backends.chroma import ChromaBackend
+
+        return ChromaBackend
+    if name == "qdrant":
+        from candlefire_pipeline.backends.qdrant import QdrantBackend
+
+        return QdrantBackend
+    if name == "memory":
+        from candlefire_pipeline.backends.memory import MemoryBackend
+
+        return MemoryBackend
+    raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
+
+
+def build_backend(name: str, *args, **options) -> VectorBackend:
+    """A backend of kind `name` from explicit constructor arguments (tests, benchmarks, tools)."""
+    return backend_class(name)(*args, **options)
+
+
+def open_backend(name: str, settings: Settings) -> VectorBackend:
+    """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
+    if name == "pgvector":
+        from candlefire_pipeline.backends.pg_server import resolve_dsn
+
+        return build_backend(
+            "pgvector",
             resolve_dsn(settings),
             table=settings.pg_table,
             substring_mode=settings.substring_mode,
@@ -26,10 +52,9 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             ann=settings.pg_ann,
         )
     if name == "chroma":
-        from candlefire_pipeline.backends.chroma import ChromaBackend
-
         local = settings.chroma_host is None
-        return ChromaBackend(
+        return build_backend(
+            "chroma",
             path=settings.chroma_path if local else None,
             host=settings.chroma_host,
             port=settings.chroma_port,
@@ -42,10 +67,9 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             substring_mode="like",
         )
     if name == "qdrant":
-        from candlefire_pipeline.backends.qdrant import QdrantBackend
-
         local = settings.qdrant_url is None
-        return QdrantBackend(
+        return build_backend(
+            "qdrant",
             path=settings.qdrant_path if local else None,
             url=settings.qdrant_url,
             api_key=settings.qdrant_api_key,
@@ -57,8 +81,4 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             ef_search=settings.pg_ann.ef_search,  # the semantic stage's ef (hnsw_ef)
             lock_timeout=settings.qdrant_lock_timeout,
         )
-    if name == "memory":
-        from candlefire_pipeline.backends.memory import MemoryBackend
-
-        return MemoryBackend(substring_mode=settings.substring_mode)
-    raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
+    return build_backend(name, substring_mode=settings.substring_mode)

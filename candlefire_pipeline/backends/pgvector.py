@@ -21,7 +21,7 @@ from candlefire_pipeline.backends.pg_layout import (
     stage_effort,
     stored_layout,
 )
-from candlefire_pipeline.settings import PgAnnSettings, redact_dsn
+from candlefire_pipeline.settings import PgAnnSettings, Settings, redact_dsn
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +37,10 @@ class PgVectorBackend:
     def __init__(
         self,
         dsn: str,
-        table: str = "chunks",
-        substring_mode: str = "like",
-        hnsw_m: int = 16,
-        hnsw_ef_construction: int = 64,
+        table: str = Settings.pg_table,
+        substring_mode: str = Settings.substring_mode,
+        hnsw_m: int = Settings.hnsw_m,
+        hnsw_ef_construction: int = Settings.hnsw_ef_construction,
         ann: PgAnnSettings | None = None,
         bulk_rebuild_rows: int = BULK_REBUILD_ROWS,
     ) -> None:

@@ -38,6 +38,7 @@ from candlefire_pipeline.backends.qdrant_points import (
     point_id,
     result_row,
 )
+from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +62,13 @@ class QdrantBackend:
         path: Path | None = None,
         url: str | None = None,
         api_key: str | None = None,
-        collection: str = "candlefire_chunks",
-        substring_mode: str = "like",
+        collection: str = Settings.qdrant_collection,
+        substring_mode: str = Settings.substring_mode,
         narrow: bool | None = None,
-        hnsw_m: int = 16,
-        hnsw_ef_construction: int = 64,
-        ef_search: int | None = None,
-        lock_timeout: float = 60.0,
+        hnsw_m: int = Settings.hnsw_m,
+        hnsw_ef_construction: int = Settings.hnsw_ef_construction,
+        ef_search: int | None = PgAnnSettings.ef_search,
+        lock_timeout: float = Settings.qdrant_lock_timeout,
         timeout: int = 60,
     ) -> None:
         if common.check_substring_mode(substring_mode) == "ilike":

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 import pyarrow as pa
 
 #: Accepted papers of one batch (papers.parquet).
@@ -78,4 +81,48 @@ def store_schema(dim: int) -> pa.Schema:
             pa.field("model_id", pa.string()),
             pa.field("embedding", pa.list_(pa.float32(), dim)),
         ]
+    )
+
+
+def vector_column(vectors: np.ndarray, dim: int | None = None) -> pa.FixedSizeListArray:
+    """A (rows x dim) matrix as the fixed-size float32 list column of store/embedding tables."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    if dim is None:
+        dim = matrix.shape[1] if matrix.ndim == 2 else 0
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1), pa.float32()), dim)
+
+
+def store_rows(
+    chunks: pa.Table | Sequence[Mapping],
+    vectors: np.ndarray | pa.Array | pa.ChunkedArray,
+    batch_key: str,
+    model_id: str,
+    dim: int | None = None,
+) -> pa.Table:
+    """store_schema(dim) rows: chunk columns (a CHUNK_SCHEMA table or dicts) + vectors row for row.
+
+    `vectors` is a (rows x dim) matrix or an Arrow fixed-size list column; `dim` defaults to
+    its width. Fields of CHUNK_SCHEMA missing from a dict become null.
+    """
+    if isinstance(chunks, pa.Table):
+        table = chunks.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
+    else:
+        table = pa.Table.from_pylist(list(chunks), schema=CHUNK_SCHEMA)
+    if isinstance(vectors, pa.Array | pa.ChunkedArray):
+        column = vectors
+        dim = vectors.type.list_size if dim is None else dim
+    else:
+        column = vector_column(vectors, dim)
+        dim = column.type.list_size
+    if len(column) != table.num_rows:
+        raise ValueError(f"{table.num_rows} chunks but {len(column)} vectors")
+    n = table.num_rows
+    return pa.Table.from_arrays(
+        table.columns
+        + [
+            pa.array([batch_key] * n, pa.string()),
+            pa.array([model_id] * n, pa.string()),
+            column,
+        ],
+        schema=store_schema(dim),
     )

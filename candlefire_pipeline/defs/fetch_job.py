@@ -8,7 +8,7 @@ from datetime import date
 
 import dagster as dg
 
-from candlefire_pipeline.corpus.pubmed import PubmedFetchError
+from candlefire_pipeline.corpus.pubmed import EFETCH_BATCH, PubmedFetchError
 from candlefire_pipeline.defs.resources import PipelineResource, PubmedResource
 
 
@@ -18,7 +18,7 @@ class FetchWindow(dg.Config):
     query: str
     since: str  # YYYY-MM-DD
     until: str  # YYYY-MM-DD
-    batch_size: int = 500  # records per efetch request
+    batch_size: int = EFETCH_BATCH  # records per efetch request
 
 
 @dg.op(

@@ -16,7 +16,7 @@ from candlefire_pipeline.defs.versions import embedding_code_version
 from candlefire_pipeline.embedding import write_embeddings
 from candlefire_pipeline.embedding.executor import stage_read_batch
 from candlefire_pipeline.embedding.ray_executor import RayEmbeddingError, RayUnavailableError
-from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.settings import Settings, code_location_settings
 
 _INGEST = {
     "partitions_def": ingest_batches,
@@ -163,4 +163,4 @@ def build_embeddings(code_version: str) -> dg.AssetsDefinition:
     return embeddings
 
 
-embeddings = build_embeddings(embedding_code_version(Settings.from_env()))
+embeddings = build_embeddings(embedding_code_version(code_location_settings()))

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
@@ -14,14 +15,31 @@ from candlefire_pipeline.embedding import EmbeddingCache, embedder_for, stage_em
 from candlefire_pipeline.settings import Settings
 
 
-class PipelineResource(dg.ConfigurableResource):
+class SettingsResource(dg.ConfigurableResource):
+    """A resource whose settings are read from the environment once per run, on first use."""
+
+    _settings: Settings | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._settings = None  # a new run sees the environment as it is now
+
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = self.configured(Settings.from_env())
+        return self._settings
+
+    def configured(self, settings: Settings) -> Settings:
+        """The environment's settings with this resource's fields applied."""
+        return settings
+
+
+class PipelineResource(SettingsResource):
     """Paths, model and retrieval settings; fields left unset fall back to the environment."""
 
     data_dir: str | None = None
     model_id: str | None = None
 
-    def settings(self) -> Settings:
-        settings = Settings.from_env()
+    def configured(self, settings: Settings) -> Settings:
         if self.data_dir:
             settings = settings.with_data_dir(Path(self.data_dir))
         if self.model_id:
@@ -53,7 +71,7 @@ def _opened(name: str, settings: Settings) -> Iterator[VectorBackend]:
         backend.close()
 
 
-class PgVectorResource(dg.ConfigurableResource):
+class PgVectorResource(SettingsResource):
     """The pgvector store: the server at `dsn`, or the embedded one under the data dir.
 
     Fields left unset come from settings, so the store's parameters live in one place.
@@ -62,8 +80,7 @@ class PgVectorResource(dg.ConfigurableResource):
     dsn: str | None = None
     table: str | None = None
 
-    def settings(self) -> Settings:
-        settings = Settings.from_env()
+    def configured(self, settings: Settings) -> Settings:
         return replace(
             settings, pg_dsn=self.dsn or settings.pg_dsn, pg_table=self.table or settings.pg_table
         )
@@ -75,7 +92,7 @@ class PgVectorResource(dg.ConfigurableResource):
         return _opened("pgvector", self.settings())
 
 
-class ChromaResource(dg.ConfigurableResource):
+class ChromaResource(SettingsResource):
     """The Chroma store: an HTTP server when `host` is set, else the folder under the data dir.
 
     `token` (the proxy's bearer token) is a secret: build_resources passes an EnvVar.
@@ -86,8 +103,7 @@ class ChromaResource(dg.ConfigurableResource):
     collection: str | None = None
     token: str | None = None
 
-    def settings(self) -> Settings:
-        settings = Settings.from_env()
+    def configured(self, settings: Settings) -> Settings:
         return replace(
             settings,
             chroma_host=self.host or settings.chroma_host,
@@ -100,15 +116,14 @@ class ChromaResource(dg.ConfigurableResource):
         return _opened("chroma", self.settings())
 
 
-class QdrantResource(dg.ConfigurableResource):
+class QdrantResource(SettingsResource):
     """The Qdrant store: a server when `url` is set, else local mode in the data dir's folder."""
 
     url: str | None = None
     api_key: str | None = None
     collection: str | None = None
 
-    def settings(self) -> Settings:
-        settings = Settings.from_env()
+    def configured(self, settings: Settings) -> Settings:
         return replace(
             settings,
             qdrant_url=self.url or settings.qdrant_url,
@@ -139,19 +154,19 @@ def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     }
 
 
-class PubmedResource(dg.ConfigurableResource):
+class PubmedResource(SettingsResource):
     """NCBI E-utilities: where to ask and who asks (the api key stays an EnvVar, never shown)."""
 
     base_url: str | None = None
     api_key: str | None = None
     email: str | None = None
 
-    def fetch(self, query: str, since, until, drops_dir: Path, batch_size: int = 500):
-        from candlefire_pipeline.corpus.pubmed import EUTILS_BASE, fetch_pubmed
+    def fetch(self, query: str, since, until, drops_dir: Path, batch_size: int | None = None):
+        from candlefire_pipeline.corpus.pubmed import EFETCH_BATCH, EUTILS_BASE, fetch_pubmed
 
-        settings = Settings.from_env()
+        settings = self.settings()
         return fetch_pubmed(
-            query, since, drops_dir, until=until, batch_size=batch_size,
+            query, since, drops_dir, until=until, batch_size=batch_size or EFETCH_BATCH,
             base_url=self.base_url or EUTILS_BASE,
             api_key=self.api_key or settings.ncbi_api_key,
             email=self.email or settings.ncbi_email,

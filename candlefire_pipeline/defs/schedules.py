@@ -6,9 +6,9 @@ import dagster as dg
 
 from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
 from candlefire_pipeline.defs.jobs import parity_job
-from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.settings import Settings, code_location_settings
 
-_SETTINGS = Settings.from_env()
+_SETTINGS = code_location_settings()
 
 parity_refresh_schedule = dg.ScheduleDefinition(
     name="parity_refresh_schedule",

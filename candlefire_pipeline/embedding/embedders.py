@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from candlefire_pipeline.embedding.model_files import logical_model_id, model_source
-from candlefire_pipeline.settings import EMBED_RUNTIMES
+from candlefire_pipeline.settings import EMBED_RUNTIMES, Settings
 
 if TYPE_CHECKING:
     from candlefire_pipeline.settings import Settings
@@ -66,7 +66,7 @@ class SentenceTransformerEmbedder:
 
     runtime = "torch"
 
-    def __init__(self, model_id: str, batch_size: int = 64) -> None:
+    def __init__(self, model_id: str, batch_size: int = Settings.embed_batch_size) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model_id = logical_model_id(model_id)
@@ -144,7 +144,10 @@ def _hashing_dim(model_id: str) -> int | None:
 
 @cache
 def load_embedder(
-    model_id: str, batch_size: int = 64, runtime: str = "torch", onnx_dir: Path | None = None
+    model_id: str,
+    batch_size: int = Settings.embed_batch_size,
+    runtime: str = "torch",
+    onnx_dir: Path | None = None,
 ) -> Embedder:
     """The embedder for `model_id` on `runtime`, built once per process.
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from candlefire_pipeline.embedding.model_files import embedding_identity
 from candlefire_pipeline.embedding.onnx_artifacts import OnnxArtifact, ensure_onnx_model
+from candlefire_pipeline.settings import Settings
 
 #: ONNX variant behind each ONNX runtime name.
 ONNX_VARIANTS = {"onnx": "fp32", "onnx-int8": "int8"}
@@ -119,7 +120,7 @@ class OnnxEmbedder:
         model_id: str,
         onnx_dir: Path,
         runtime: str = "onnx",
-        batch_size: int = 64,
+        batch_size: int = Settings.embed_batch_size,
         max_tokens: int | None = None,
     ) -> None:
         if runtime not in ONNX_VARIANTS:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.corpus.ledger import superseded_pmids
-from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_schema
+from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_rows
 from candlefire_pipeline.fsutil import write_atomic
 from candlefire_pipeline.progress import ProgressMeter
 
@@ -73,14 +73,8 @@ def read_store_rows(batch_dir: Path, batch_key: str) -> pa.Table:
     model_ids = pc.unique(embeddings["model_id"]).to_pylist()
     if len(model_ids) > 1:
         raise ValueError(f"{batch_dir.name}: embeddings mix models {model_ids}")
-    n = chunks.num_rows
     model_id = model_ids[0] if model_ids else ""
-    columns = chunks.columns + [
-        pa.array([batch_key] * n, pa.string()),
-        pa.array([model_id] * n, pa.string()),
-        embeddings["embedding"],
-    ]
-    return pa.Table.from_arrays(columns, schema=store_schema(dim))
+    return store_rows(chunks, embeddings["embedding"], batch_key, model_id, dim)
 
 
 def _stored_model(rows: pa.Table) -> tuple[str, int]:

@@ -10,13 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from candlefire_pipeline.settings import RetrievalSettings as _R
+
 
 def _similarity_key(row: dict) -> float:
     similarity = row.get("similarity")
     return -math.inf if similarity is None else similarity
 
 
-def rrf_merge(lists: Sequence[Iterable[dict]], k: int = 10, top: int = 20) -> list[dict]:
+def rrf_merge(
+    lists: Sequence[Iterable[dict]], k: int = _R.rrf_k, top: int = _R.rrf_top
+) -> list[dict]:
     """Reciprocal-rank fusion: score(pmid) = sum over lists of 1 / (k + rank), rank 1-based.
 
     A PMID counts once per list, at its best (first) rank there. The dict kept for a PMID is
@@ -45,7 +49,10 @@ def rrf_merge(lists: Sequence[Iterable[dict]], k: int = 10, top: int = 20) -> li
 
 
 def recency_factor(
-    year: int | None, start: int = 1990, end: int = 2025, end_factor: float = 1.5
+    year: int | None,
+    start: int = _R.recency_start_year,
+    end: int = _R.recency_end_year,
+    end_factor: float = _R.recency_end_factor,
 ) -> float:
     """1.0 up to `start`, `end_factor` at `end`, linear and NOT capped: later years keep rising.
 
@@ -60,7 +67,10 @@ def recency_factor(
 
 
 def apply_citation_boost(
-    results: Iterable[dict], start: int = 1990, end: int = 2025, end_factor: float = 1.5
+    results: Iterable[dict],
+    start: int = _R.recency_start_year,
+    end: int = _R.recency_end_year,
+    end_factor: float = _R.recency_end_factor,
 ) -> list[dict]:
     """final_score = rerank_score x ln(citation_count + 2) x recency factor; best first, stable.
 

@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from candlefire_pipeline.settings import RetrievalSettings
+
 logger = logging.getLogger(__name__)
 
 
@@ -48,8 +50,8 @@ def rerank(
     query: str,
     results: Sequence[dict],
     reranker: Reranker | None,
-    top: int = 15,
-    doc_chars: int = 1800,
+    top: int = RetrievalSettings.rerank_top,
+    doc_chars: int = RetrievalSettings.rerank_doc_chars,
 ) -> list[dict]:
     """The best `top` results by reranker score, each with rerank_score; stable on ties.
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 
 from candlefire_pipeline.settings.embedding import (
     DEFAULT_BULK_RUNTIME,
+    DEFAULT_EMBED_EXECUTOR,
     DEFAULT_QUERY_RUNTIME,
     EMBED_EXECUTORS,
     EMBED_PATHS,
@@ -48,6 +50,7 @@ REQUIRED_STORES = ("pgvector", "chroma")
 
 __all__ = [
     "DEFAULT_BULK_RUNTIME",
+    "DEFAULT_EMBED_EXECUTOR",
     "DEFAULT_MODEL_ID",
     "DEFAULT_PUBMED_QUERY",
     "DEFAULT_QUERY_RUNTIME",
@@ -68,6 +71,7 @@ __all__ = [
     "RetrievalSettings",
     "Settings",
     "backfill_partitions_per_run",
+    "code_location_settings",
     "embed_executor",
     "executor_mode",
     "parse_stores",
@@ -107,7 +111,7 @@ class Settings:
     drops_dir: Path
     model_id: str = DEFAULT_MODEL_ID
     embed_batch_size: int = 64
-    embed_executor: str = "in_process"
+    embed_executor: str = DEFAULT_EMBED_EXECUTOR
     ray: RaySettings = field(default_factory=RaySettings)
     #: A backfill groups up to this many drop files into one run (BackfillPolicy.multi_run).
     backfill_partitions_per_run: int = 10
@@ -220,41 +224,47 @@ class Settings:
         """Settings from the environment; parity=False skips the gate thresholds (rollback must
         work even when one of them is misconfigured)."""
         data_dir = Path(env_str("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
-        mode = env_str("CANDLEFIRE_SUBSTRING_MODE", "like").lower()
+        mode = env_str("CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode).lower()
         if mode not in ("like", "ilike"):
             raise ValueError(f"CANDLEFIRE_SUBSTRING_MODE must be 'like' or 'ilike', got {mode!r}")
         return cls(
             data_dir=data_dir,
             drops_dir=Path(env_str("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
-            model_id=env_str("CANDLEFIRE_EMBED_MODEL", DEFAULT_MODEL_ID),
+            model_id=env_str("CANDLEFIRE_EMBED_MODEL", cls.model_id),
             embed_executor=embed_executor(),
             ray=ray_settings(),
             backfill_partitions_per_run=backfill_partitions_per_run(),
-            embed_batch_size=env_positive_int("CANDLEFIRE_EMBED_BATCH", 64),
+            embed_batch_size=env_positive_int("CANDLEFIRE_EMBED_BATCH", cls.embed_batch_size),
             **embed_runtimes(),
             onnx_dir_override=env_path("CANDLEFIRE_ONNX_DIR"),
-            embed_progress_seconds=env_positive_float("CANDLEFIRE_EMBED_PROGRESS_SECONDS", 10.0),
+            embed_progress_seconds=env_positive_float(
+                "CANDLEFIRE_EMBED_PROGRESS_SECONDS", cls.embed_progress_seconds
+            ),
             pg_dsn=env_str("CANDLEFIRE_PG_DSN"),
-            pg_table=env_str("CANDLEFIRE_PG_TABLE", "chunks"),
+            pg_table=env_str("CANDLEFIRE_PG_TABLE", cls.pg_table),
             substring_mode=mode,
-            hnsw_m=env_int("CANDLEFIRE_HNSW_M", 16),
-            hnsw_ef_construction=env_int("CANDLEFIRE_HNSW_EF_CONSTRUCTION", 64),
+            hnsw_m=env_int("CANDLEFIRE_HNSW_M", cls.hnsw_m),
+            hnsw_ef_construction=env_int(
+                "CANDLEFIRE_HNSW_EF_CONSTRUCTION", cls.hnsw_ef_construction
+            ),
             pg_ann=PgAnnSettings.from_env(),
             chroma_host=env_str("CANDLEFIRE_CHROMA_HOST"),
-            chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", 8000),
-            chroma_collection=env_str("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),
+            chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", cls.chroma_port),
+            chroma_collection=env_str("CANDLEFIRE_CHROMA_COLLECTION", cls.chroma_collection),
             stores=parse_stores(env_str("CANDLEFIRE_STORES")),
             qdrant_url=env_str("CANDLEFIRE_QDRANT_URL"),
             qdrant_api_key=env_str("CANDLEFIRE_QDRANT_API_KEY"),
-            qdrant_collection=env_str("CANDLEFIRE_QDRANT_COLLECTION", "candlefire_chunks"),
-            qdrant_lock_timeout=env_float("CANDLEFIRE_QDRANT_LOCK_TIMEOUT", 60.0),
+            qdrant_collection=env_str("CANDLEFIRE_QDRANT_COLLECTION", cls.qdrant_collection),
+            qdrant_lock_timeout=env_float(
+                "CANDLEFIRE_QDRANT_LOCK_TIMEOUT", cls.qdrant_lock_timeout
+            ),
             chroma_token=env_str("CANDLEFIRE_CHROMA_TOKEN"),
-            chroma_ssl=env_bool("CANDLEFIRE_CHROMA_SSL", False),
+            chroma_ssl=env_bool("CANDLEFIRE_CHROMA_SSL", cls.chroma_ssl),
             chroma_ca_bundle=env_path("CANDLEFIRE_CHROMA_CA_BUNDLE"),
-            ingest_cron=env_str("CANDLEFIRE_INGEST_CRON", "0 3 * * *"),
-            pubmed_query=env_str("CANDLEFIRE_PUBMED_QUERY", DEFAULT_PUBMED_QUERY),
+            ingest_cron=env_str("CANDLEFIRE_INGEST_CRON", cls.ingest_cron),
+            pubmed_query=env_str("CANDLEFIRE_PUBMED_QUERY", cls.pubmed_query),
             pubmed_lookback_days=_lookback_days(),
-            fetch_cron=env_str("CANDLEFIRE_FETCH_CRON", "0 1 * * *"),
+            fetch_cron=env_str("CANDLEFIRE_FETCH_CRON", cls.fetch_cron),
             ncbi_api_key=env_str("NCBI_API_KEY"),
             ncbi_email=env_str("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),
@@ -264,8 +274,18 @@ class Settings:
         )
 
 
+@cache
+def code_location_settings() -> Settings:
+    """What the code location is assembled with (its store assets, crons), read once per process.
+
+    Runs, ticks and CLI commands read their own (Settings.from_env) so they see the environment
+    as it is when they start.
+    """
+    return Settings.from_env()
+
+
 def _lookback_days() -> int:
-    days = env_int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", 2)
+    days = env_int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", Settings.pubmed_lookback_days)
     if not 1 <= days <= 365:
         raise ValueError(f"CANDLEFIRE_PUBMED_LOOKBACK_DAYS must be 1..365, got {days}")
     return days
@@ -282,7 +302,9 @@ def _serving_override() -> str | None:
 
 def backfill_partitions_per_run() -> int:
     """CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN: drop files one backfill run may take (default 10)."""
-    return env_positive_int("CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN", 10)
+    return env_positive_int(
+        "CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN", Settings.backfill_partitions_per_run
+    )
 
 
 def redact_dsn(dsn: str | None) -> str:

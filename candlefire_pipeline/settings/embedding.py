@@ -56,6 +56,7 @@ def embed_runtimes() -> dict[str, str]:
 
 #: Where the embedding stage runs its model: in this process, or on Ray actors.
 EMBED_EXECUTORS = ("in_process", "ray")
+DEFAULT_EMBED_EXECUTOR = "in_process"
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class RaySettings:
 
 def embed_executor() -> str:
     """CANDLEFIRE_EMBED_EXECUTOR: "in_process" (default) or "ray"."""
-    value = (env_str("CANDLEFIRE_EMBED_EXECUTOR", "in_process") or "").lower()
+    value = (env_str("CANDLEFIRE_EMBED_EXECUTOR", DEFAULT_EMBED_EXECUTOR) or "").lower()
     if value not in EMBED_EXECUTORS:
         raise ValueError(
             f"CANDLEFIRE_EMBED_EXECUTOR must be one of {', '.join(EMBED_EXECUTORS)}, got {value!r}"
@@ -107,15 +108,21 @@ def ray_settings() -> RaySettings:
     address = _ray_address()
     if address is None and embed_executor() == "ray":
         raise ValueError("CANDLEFIRE_EMBED_EXECUTOR=ray needs RAY_ADDRESS (the head's host:port)")
-    retries = env_int("CANDLEFIRE_RAY_MAX_RETRIES", 3)
+    retries = env_int("CANDLEFIRE_RAY_MAX_RETRIES", RaySettings.max_retries)
     if retries < 0:
         raise ValueError(f"CANDLEFIRE_RAY_MAX_RETRIES must be >= 0, got {retries}")
     return RaySettings(
         address=address,
-        actors=env_positive_int("CANDLEFIRE_RAY_ACTORS", 2),
-        cpus_per_actor=env_positive_float("CANDLEFIRE_RAY_CPUS_PER_ACTOR", 1.0),
-        slice_texts=env_positive_int("CANDLEFIRE_RAY_SLICE_TEXTS", 128),
+        actors=env_positive_int("CANDLEFIRE_RAY_ACTORS", RaySettings.actors),
+        cpus_per_actor=env_positive_float(
+            "CANDLEFIRE_RAY_CPUS_PER_ACTOR", RaySettings.cpus_per_actor
+        ),
+        slice_texts=env_positive_int("CANDLEFIRE_RAY_SLICE_TEXTS", RaySettings.slice_texts),
         max_retries=retries,
-        connect_timeout_s=env_positive_float("CANDLEFIRE_RAY_CONNECT_TIMEOUT", 10.0),
-        startup_timeout_s=env_positive_float("CANDLEFIRE_RAY_STARTUP_TIMEOUT", 600.0),
+        connect_timeout_s=env_positive_float(
+            "CANDLEFIRE_RAY_CONNECT_TIMEOUT", RaySettings.connect_timeout_s
+        ),
+        startup_timeout_s=env_positive_float(
+            "CANDLEFIRE_RAY_STARTUP_TIMEOUT", RaySettings.startup_timeout_s
+        ),
     )

@@ -103,7 +103,7 @@ def test_the_onnx_paths_never_import_torch(minilm_onnx, onnx_dir, tmp_path):
         import sys
         from pathlib import Path
         import pyarrow.parquet as pq
-        from candlefire_pipeline.backends.memory import MemoryBackend
+        from candlefire_pipeline.backends.factory import build_backend
         from candlefire_pipeline.embedding import EmbeddingCache, load_embedder, write_embeddings
         from candlefire_pipeline.retrieval.retriever import Retriever
         from candlefire_pipeline.settings import DEFAULT_MODEL_ID
@@ -116,7 +116,7 @@ def test_the_onnx_paths_never_import_torch(minilm_onnx, onnx_dir, tmp_path):
             tmp / "c.parquet", tmp / "e.parquet", embedder, EmbeddingCache(tmp / "cache.sqlite")
         )
         assert summary.embedded == 2 and summary.runtime == "onnx", summary
-        Retriever(MemoryBackend(), embedder).retrieve("tofersen", entity_names=["SOD1"])
+        Retriever(build_backend("memory"), embedder).retrieve("tofersen", entity_names=["SOD1"])
         heavy = sorted(
             m for m in sys.modules
             if m.split(".")[0] in ("torch", "transformers", "sentence_transformers")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.operations.parity import record_evaluation
 from candlefire_pipeline.parity.gates import evaluate_gates
@@ -38,7 +38,7 @@ def report() -> ParityReport:
     ]
     vectors = EMBEDDER.embed([c["document"] for c in chunks])
     rows = make_rows(chunks, vectors, model_id=EMBEDDER.model_id)
-    stores = {name: MemoryBackend() for name in ("chroma", "pgvector", "memory")}
+    stores = {name: build_backend("memory") for name in ("chroma", "pgvector", "memory")}
     for store in stores.values():
         store.replace_papers(rows)
     stores["pgvector"].replace_papers(rows.filter([c["chunk_id"] != "101_s1" for c in chunks]))

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.operations.indexing import applied_batches, interrupted_batches
@@ -77,7 +78,7 @@ def chroma_server(tmp_path):
 
 def crash_b2(server, batches, monkeypatch, write_b2, method, call, after) -> ChromaBackend:
     """b1 applied, then b2's apply cut by the kill; the server is back up when this returns."""
-    chroma = ChromaBackend(host=server.host, port=server.port, collection=COLLECTION)
+    chroma = build_backend("chroma", host=server.host, port=server.port, collection=COLLECTION)
     monkeypatch.setattr(chroma._client, "get_max_batch_size", lambda: SLICE)
     write_batch(batches, "b1", [paper(p) for p in PMIDS])
     apply(chroma, batches, "b1")
@@ -140,7 +141,9 @@ def test_repair_command_reports_then_fixes_the_leftovers(
     assert candlefire(["repair", "--store", "chroma"]) == 0
     assert "nothing to do" in capsys.readouterr().out
 
-    check = ChromaBackend(host=chroma_server.host, port=chroma_server.port, collection=COLLECTION)
+    check = build_backend(
+        "chroma", host=chroma_server.host, port=chroma_server.port, collection=COLLECTION
+    )
     assert check.chunk_hashes() == expected_chunks(batches)
     check.close()
 

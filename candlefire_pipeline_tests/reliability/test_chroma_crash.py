@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
 from candlefire_pipeline.defs.store_checks import diff_hashes, stores_agree
 from candlefire_pipeline_tests.reliability.helpers import (
@@ -58,7 +58,9 @@ def chroma_server(tmp_path):
 def test_chroma_killed_mid_upsert_is_caught_by_the_hash_check_and_rerun_converges(
     chroma_server, make_backend, monkeypatch
 ):
-    chroma = ChromaBackend(host=chroma_server.host, port=chroma_server.port, collection=COLLECTION)
+    chroma = build_backend(
+        "chroma", host=chroma_server.host, port=chroma_server.port, collection=COLLECTION
+    )
     pg = make_backend("pgvector")  # the store that got the whole batch
     monkeypatch.setattr(chroma._client, "get_max_batch_size", lambda: SLICE)
     pmids = [str(n) for n in range(1, 151)]

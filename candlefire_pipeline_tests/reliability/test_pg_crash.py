@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from pgserver import pg_ctl
 
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root
@@ -80,7 +81,7 @@ def _replace_in_thread(store: PgVectorBackend, rows) -> tuple[threading.Thread, 
 
 
 def test_postgres_killed_mid_copy_leaves_table_as_before_and_rerun_converges(own_pg):
-    store = PgVectorBackend(with_password(own_pg.dsn, SECRET), table=TABLE)
+    store = build_backend("pgvector", with_password(own_pg.dsn, SECRET), table=TABLE)
     pmids = [str(n) for n in range(1, 301)]
     store.replace_papers(paper_rows(pmids, "v1"))  # abstract-only: bare-pmid chunk ids
     before = store.chunk_hashes()

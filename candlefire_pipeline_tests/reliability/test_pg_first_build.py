@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from candlefire_pipeline.backends.base import Filter
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.settings import PgAnnSettings
@@ -81,13 +82,15 @@ def assert_built(store: PgVectorBackend, rows, dsn: str) -> None:
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_a_returned_first_build_survives_kill_9(own_pg, layout):
-    store = PgVectorBackend(own_pg.dsn, table=TABLE, ann=LAYOUTS[layout], bulk_rebuild_rows=100)
+    store = build_backend(
+        "pgvector", own_pg.dsn, table=TABLE, ann=LAYOUTS[layout], bulk_rebuild_rows=100
+    )
     rows = paper_rows([str(n) for n in range(1, 401)], "v1", sections=3)
     assert store.replace_papers(rows) == rows.num_rows  # took the first-build path (>= 100 rows)
     kill_server(own_pg)
 
     dsn = own_pg.dsn  # restart on the same data directory
-    reopened = PgVectorBackend(dsn, table=TABLE, ann=LAYOUTS[layout])
+    reopened = build_backend("pgvector", dsn, table=TABLE, ann=LAYOUTS[layout])
     try:
         assert_built(reopened, rows, dsn)
         assert reopened.stored_layout().vector_type == LAYOUTS[layout].vector_type
@@ -116,7 +119,7 @@ def _wait_for_statement(dsn: str, pattern: str, alive) -> None:
 def test_kill_9_during_a_first_build_converges_on_the_next_run(own_pg, schema_first):
     # ef_construction at pgvector's maximum makes the HNSW build last long enough to hit
     slow_build = {"hnsw_ef_construction": 1000, "bulk_rebuild_rows": 100}
-    store = PgVectorBackend(own_pg.dsn, table=TABLE, **slow_build)
+    store = build_backend("pgvector", own_pg.dsn, table=TABLE, **slow_build)
     rows = paper_rows([str(n) for n in range(1, 1201)], "v1", sections=3, dim=32)
     if schema_first:
         store.ensure_schema("test", 32)
@@ -130,7 +133,7 @@ def test_kill_9_during_a_first_build_converges_on_the_next_run(own_pg, schema_fi
 
     dsn = own_pg.dsn
     store.close()
-    rerun = PgVectorBackend(dsn, table=TABLE, bulk_rebuild_rows=100)
+    rerun = build_backend("pgvector", dsn, table=TABLE, bulk_rebuild_rows=100)
     try:
         # nothing of the interrupted build is visible: no rows, and no table unless it was there
         assert rerun.count() == 0

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from candlefire_pipeline.backends import qdrant
-from candlefire_pipeline.backends.qdrant import QdrantBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, DELETED_SCHEMA, embedding_schema
 from candlefire_pipeline.operations.indexing import apply_batch, interrupted_batches
@@ -90,7 +90,7 @@ class CrashBefore:
 
 def apply(path: Path, batches: Path, key: str, crash_at: int | None = None):
     """apply_batch in a fresh backend (a restarted process): (write calls, batches resumed)."""
-    store = QdrantBackend(path=path)
+    store = build_backend("qdrant", path=path)
     faulty = CrashBefore(store._client, crash_at or 0)
     store._client = faulty
     try:
@@ -101,7 +101,7 @@ def apply(path: Path, batches: Path, key: str, crash_at: int | None = None):
 
 
 def holdings(path: Path) -> tuple[dict, dict]:
-    store = QdrantBackend(path=path)
+    store = build_backend("qdrant", path=path)
     try:
         return store.chunk_hashes(), store.paper_hashes()
     finally:
@@ -142,9 +142,9 @@ def test_a_crash_before_any_write_converges_on_the_next_apply(tmp_path, monkeypa
 WRITER = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from candlefire_pipeline.backends.qdrant import QdrantBackend\n"
+    "from candlefire_pipeline.backends.factory import build_backend\n"
     "from candlefire_pipeline.operations.indexing import apply_batch\n"
-    "store = QdrantBackend(path=sys.argv[1])\n"
+    "store = build_backend('qdrant', path=sys.argv[1])\n"
     "apply_batch(store, Path(sys.argv[2]), 'b2', 'test', 16)\n"
     "print('finished', flush=True)\n"
 )
@@ -175,7 +175,7 @@ def test_sigkill_in_the_middle_of_an_upsert_converges(tmp_path):
 
     chunks, _ = holdings(path)  # the killed process left a store that opens
     assert len(pmids) < len(chunks) < v1.num_rows + v2.num_rows
-    store = QdrantBackend(path=path)
+    store = build_backend("qdrant", path=path)
     mixed = [p for p, held in store.paper_chunks().items() if p in held and f"{p}_s0" in held]
     store.close()
     assert mixed  # papers holding old and new chunks side by side: what the next apply rewrites

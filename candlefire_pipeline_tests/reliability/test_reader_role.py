@@ -10,6 +10,7 @@ from psycopg import errors
 from psycopg.conninfo import make_conninfo
 
 from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg_roles import ensure_reader_role
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.embedding import HashingEmbedder
@@ -92,7 +93,7 @@ def _reads(backend: PgVectorBackend) -> dict:
 
 
 def test_reader_role_serves_every_read_and_is_refused_every_write(owner, reader_dsn):
-    reader = PgVectorBackend(reader_dsn, table=owner.names.table)
+    reader = build_backend("pgvector", reader_dsn, table=owner.names.table)
     reads = _reads(reader)
     assert reads == _reads(owner)
     assert reads["count"] == len(DOCS) and reads["retrieve"][0]  # not vacuously equal
@@ -116,7 +117,7 @@ def test_reader_on_read_only_transactions_can_open_the_store(pg_dsn, owner):
         pg_dsn, owner.names.table, ["ALTER ROLE {role} SET default_transaction_read_only = on"]
     )
     try:
-        reader = PgVectorBackend(dsn, table=owner.names.table)
+        reader = build_backend("pgvector", dsn, table=owner.names.table)
         assert reader.count() == len(DOCS)
         reader.close()
     finally:
@@ -155,7 +156,9 @@ def test_ensure_reader_role_serves_reads_and_refuses_writes(pg_dsn, owner):
     ensure_reader_role(pg_dsn, role, "s3cret-reader", table=owner.names.table)
     ensure_reader_role(pg_dsn, role, "s3cret-reader", table=owner.names.table)  # idempotent
     try:
-        reader = PgVectorBackend(make_conninfo(pg_dsn, user=role), table=owner.names.table)
+        reader = build_backend(
+            "pgvector", make_conninfo(pg_dsn, user=role), table=owner.names.table
+        )
         assert _reads(reader) == _reads(owner)
         with pytest.raises(errors.ReadOnlySqlTransaction):
             reader.delete_papers(["11"])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from candlefire_pipeline.corpus.schema import store_schema
+from candlefire_pipeline.corpus import schema
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.settings import RetrievalSettings
 
@@ -114,11 +114,7 @@ def store_rows(embed) -> pa.Table:
                     "document": document,
                     "content_hash": hashlib.sha256(document.encode()).hexdigest(),
                     "paper_hash": hashlib.sha256(paper.pmid.encode()).hexdigest(),
-                    "batch_key": "als-fixture",
-                    "model_id": embed.model_id,
                 }
             )
     vectors = np.asarray(embed.embed([r["document"] for r in records]), dtype=np.float32)
-    for record, vector in zip(records, vectors, strict=True):
-        record["embedding"] = vector.tolist()
-    return pa.Table.from_pylist(records, schema=store_schema(embed.dim))
+    return schema.store_rows(records, vectors, "als-fixture", embed.model_id, embed.dim)

@@ -6,9 +6,7 @@ import uuid
 
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
-from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline_tests.retrieval import als_corpus as als
 
 
@@ -25,12 +23,12 @@ def als_store_factory(request, tmp_path_factory):
     def make(name: str):
         suffix = uuid.uuid4().hex[:12]
         if name == "pgvector":
-            store = PgVectorBackend(request.getfixturevalue("pg_dsn"), table=f"als_{suffix}")
+            store = build_backend(name, request.getfixturevalue("pg_dsn"), table=f"als_{suffix}")
         elif name == "chroma":
             path = tmp_path_factory.mktemp("chroma") / suffix
-            store = ChromaBackend(path=path, collection=f"als_{suffix}")
+            store = build_backend(name, path=path, collection=f"als_{suffix}")
         else:
-            store = MemoryBackend()
+            store = build_backend("memory")
         made.append(store)
         embed = als.embedder()
         store.ensure_schema(embed.model_id, embed.dim)
@@ -39,6 +37,6 @@ def als_store_factory(request, tmp_path_factory):
 
     yield make
     for store in made:
-        if isinstance(store, PgVectorBackend):
+        if store.name == "pgvector":
             store.reset()
         store.close()

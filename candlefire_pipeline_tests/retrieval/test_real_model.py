@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
-from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, RetrievalSettings
@@ -20,7 +20,7 @@ def minilm():
 
 @pytest.fixture(scope="module")
 def real_store(minilm):
-    backend = MemoryBackend()
+    backend = build_backend("memory")
     backend.ensure_schema(minilm.model_id, minilm.dim)
     backend.replace_papers(als.store_rows(minilm))
     yield backend
@@ -50,7 +50,7 @@ def test_real_model_retrieve(real_store, minilm):
 
 
 def test_real_model_refuses_a_hashing_store(minilm):
-    backend = MemoryBackend()
+    backend = build_backend("memory")
     embed = als.embedder()
     backend.ensure_schema(embed.model_id, embed.dim)
     backend.replace_papers(als.store_rows(embed))

@@ -9,10 +9,16 @@ from candlefire_pipeline.corpus.pubmed.client import (
     retry_after_seconds,
     urllib_transport,
 )
-from candlefire_pipeline.corpus.pubmed.fetch import DATE_TYPES, FetchResult, fetch_pubmed
+from candlefire_pipeline.corpus.pubmed.fetch import (
+    DATE_TYPES,
+    EFETCH_BATCH,
+    FetchResult,
+    fetch_pubmed,
+)
 
 __all__ = [
     "DATE_TYPES",
+    "EFETCH_BATCH",
     "EUTILS_BASE",
     "MAX_ATTEMPTS",
     "FetchResult",

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 #: PubMed hands out at most this many records of one search, history server included.
 PUBMED_RECORD_LIMIT = 10_000
 DATE_TYPES = ("edat", "mdat", "pdat")
+#: Records per efetch request (the CLI, the fetch job and the resource default to it).
+EFETCH_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ def fetch_pubmed(
     until: date | None = None,
     api_key: str | None = None,
     email: str | None = None,
-    batch_size: int = 500,
+    batch_size: int = EFETCH_BATCH,
     max_records: int | None = None,
     datetype: str = "edat",
     base_url: str = EUTILS_BASE,

@@ -1,0 +1,137 @@
+"""What every benchmark shares: its docs/BENCHMARKS.md section, the machine load, timings.
+
+Ranking and latency statistics come from candlefire_pipeline.parity.metrics (the parity
+report's own definitions), so a benchmark and the flip gate measure the same thing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import platform
+import re
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from candlefire_pipeline.parity import metrics
+
+BENCHMARKS_MD = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
+HEADER = (
+    "# Benchmarks\n\nLatest figures of the scripts in `benchmarks/`; each script rewrites only its"
+    " own section.\nRatios are measured side by side in one process; timings are medians over"
+    " repeats on a 2-core, no-GPU machine.\n"
+)
+#: 1-minute load per CPU above which wall-clock figures measure contention as much as code:
+#: on average over the run, or at its peak (the benchmark itself accounts for about 1).
+BUSY_MEAN_LOAD_PER_CPU = 0.75
+BUSY_PEAK_LOAD_PER_CPU = 1.5
+
+
+def write_section(name: str, markdown: str) -> None:
+    """Replace (or append) the section `name` of docs/BENCHMARKS.md."""
+    stamp = f"_{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}_"
+    block = f"<!-- bench:{name} -->\n{markdown.strip()}\n\n{stamp}\n<!-- /bench:{name} -->"
+    BENCHMARKS_MD.parent.mkdir(parents=True, exist_ok=True)
+    BENCHMARKS_MD.touch()
+    with BENCHMARKS_MD.open("r+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        text = fh.read() or HEADER
+        pattern = re.compile(
+            rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S
+        )
+        text = pattern.sub(lambda _: block, text) if pattern.search(text) else f"{text}\n{block}\n"
+        fh.seek(0)
+        fh.truncate()
+        fh.write(text)
+
+
+class LoadMonitor:
+    """Samples os.getloadavg()[0] every `every` seconds between start() and stop().
+
+    Use as `with LoadMonitor() as load:` or `load = LoadMonitor().start(); ...; load.stop()`.
+    """
+
+    def __init__(self, every: float = 5.0) -> None:
+        self.every = every
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-monitor", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.samples.append(os.getloadavg()[0])
+
+    def start(self) -> LoadMonitor:
+        self.samples.append(os.getloadavg()[0])
+        self._thread.start()
+        return self
+
+    def stop(self) -> LoadMonitor:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(os.getloadavg()[0])
+        return self
+
+    def __enter__(self) -> LoadMonitor:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def peak(self) -> float:
+        return max(self.samples) if self.samples else os.getloadavg()[0]
+
+    @property
+    def mean(self) -> float:
+        return metrics.mean(self.samples) if self.samples else self.peak
+
+    @property
+    def unrepresentative(self) -> bool:
+        cpus = os.cpu_count() or 1
+        return (
+            self.mean > BUSY_MEAN_LOAD_PER_CPU * cpus or self.peak > BUSY_PEAK_LOAD_PER_CPU * cpus
+        )
+
+    def note(self) -> str:
+        """One markdown line for the section: the load seen, flagged when it was too high."""
+        samples = self.samples or [self.peak]
+        line = (
+            f"Machine load (1-min average) during the run: start {samples[0]:.1f},"
+            f" mean {self.mean:.1f}, peak {self.peak:.1f}, end {samples[-1]:.1f}"
+            f" on {os.cpu_count() or 1} CPUs."
+        )
+        if self.unrepresentative:
+            line += (
+                " **Unrepresentative: other work shared the machine; wall-clock figures and"
+                " ratios are preliminary and must be re-run on a quiet machine.**"
+            )
+        return line
+
+
+def timed(call: Callable[[], object], repeats: int = 1) -> tuple[float, object]:
+    """Median seconds of call() over `repeats` runs, and the last run's result."""
+    seconds, result = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = call()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), result
+
+
+def ms(seconds: Sequence[float]) -> str:
+    """ "p50 / p95" of durations in milliseconds (the parity report's percentile)."""
+    return f"{metrics.p50(seconds) * 1e3:.1f} / {metrics.p95(seconds) * 1e3:.1f}"
+
+
+def chunk_recall(found: Sequence[Sequence[dict]], exact: Sequence[Sequence[dict]]) -> float:
+    """Mean share of the exact search's chunk ids that an ANN search returned, per query."""
+    return metrics.mean(
+        [
+            metrics.recall([r["chunk_id"] for r in got], [r["chunk_id"] for r in ref])
+            for got, ref in zip(found, exact, strict=True)
+        ]
+    )
