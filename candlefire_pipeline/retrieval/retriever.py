@@ -49,6 +49,11 @@ class Retrieval:
         return [row["pmid"] for row in self.results]
 
 
+#: Similarities equal to this many decimals are ties: stores compute the same cosine with
+#: float32 error of ~1e-7, and an unbroken near-tie would order identical stores differently.
+SIMILARITY_DECIMALS = 6
+
+
 def best_per_pmid(rows: Iterable[dict]) -> list[dict]:
     """The most similar row of each PMID, most similar first (ties: by pmid, then chunk_id)."""
     best: dict[str, dict] = {}
@@ -56,7 +61,14 @@ def best_per_pmid(rows: Iterable[dict]) -> list[dict]:
         current = best.get(row["pmid"])
         if current is None or row["similarity"] > current["similarity"]:
             best[row["pmid"]] = row
-    return sorted(best.values(), key=lambda row: (-row["similarity"], row["pmid"], row["chunk_id"]))
+    return sorted(
+        best.values(),
+        key=lambda row: (
+            -round(row["similarity"], SIMILARITY_DECIMALS),
+            row["pmid"],
+            row["chunk_id"],
+        ),
+    )
 
 
 def _pmids(rows: Iterable[dict]) -> list[str]:

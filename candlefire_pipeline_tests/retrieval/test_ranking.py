@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from candlefire_pipeline.retrieval import best_per_pmid
 from candlefire_pipeline.retrieval.ranking import apply_citation_boost, recency_factor, rrf_merge
 
 
@@ -126,3 +127,23 @@ def test_citation_boost_reorders_and_is_stable():
 def test_citation_boost_needs_a_rerank_score():
     with pytest.raises(ValueError, match="rerank_score"):
         apply_citation_boost([row("A", citation_count=1, year=2000)])
+
+
+@pytest.mark.parametrize(
+    ("similarities", "expected"),
+    [
+        # float32 noise between stores (~1e-7) is a tie: broken by pmid, the same on every store
+        ({"b": 0.9000001, "a": 0.9}, ["a", "b"]),
+        ({"a": 0.9, "b": 0.9000001}, ["a", "b"]),
+        # a real difference still orders by similarity
+        ({"a": 0.9, "b": 0.90001}, ["b", "a"]),
+        # the best chunk of a pmid represents it
+        ({"a": 0.5, "b": 0.7, "a#2": 0.8}, ["a", "b"]),
+    ],
+)
+def test_best_per_pmid_orders_near_ties_the_same_on_every_store(similarities, expected):
+    rows = [
+        {"pmid": key.split("#")[0], "chunk_id": key, "similarity": value}
+        for key, value in similarities.items()
+    ]
+    assert [row["pmid"] for row in best_per_pmid(rows)] == expected
