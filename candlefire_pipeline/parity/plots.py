@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
 
 from candlefire_pipeline.fsutil import write_atomic
 from candlefire_pipeline.parity.report_markdown import PLOT_TITLES
@@ -77,6 +78,9 @@ def latency_plot(report: ParityReport) -> bytes:
     for axis, store in zip(axes, stores, strict=True):
         axis.hist(values[store], bins=bins, color=P50_COLOR)
         axis.set_xscale("log")
+        axis.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=12))
+        axis.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+        axis.xaxis.set_minor_formatter(NullFormatter())
         for stat, style in (("p50", "-"), ("p95", "--")):
             axis.axvline(report.latency(store, stat), color="#c0392b", linestyle=style, lw=1)
         axis.set_xlabel("ms per request (red: p50, dashed: p95)", fontsize=7)
