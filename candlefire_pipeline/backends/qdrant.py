@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from qdrant_client import models
 
 from candlefire_pipeline.backends import common, qdrant_local, qdrant_server
-from candlefire_pipeline.backends.base import Filter, ResultRow
+from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.qdrant_filters import (
     PAYLOAD_INDEXES,
     pmid_filter,
@@ -156,7 +156,7 @@ class QdrantBackend:
         self._model = None
 
     # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table) -> int:
+    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         dim = common.rows_dim(rows)
         if rows.num_rows == 0:
             common.check_dim(self.stored_model(), dim)
@@ -174,6 +174,8 @@ class QdrantBackend:
             )
             with self._guard:
                 self._client.upsert(self.collection, points=batch, wait=True)
+            if progress is not None:
+                progress(start + len(part))
         self._delete_chunks(sorted(stored - set(rows["chunk_id"].to_pylist())))
         return rows.num_rows
 
