@@ -78,8 +78,9 @@ class ParityReport:
 
     # roles ------------------------------------------------------------------------
     def stores(self) -> list[str]:
-        """Every store the run compared (the backends without the oracle)."""
-        return [b for b in self.backends if b != self.oracle]
+        """Every store the run compared (the backends without the oracle), gated ones first."""
+        compared = [b for b in self.backends if b != self.oracle]
+        return sorted(compared, key=lambda s: (s not in self.gated_stores(), s != self.reference))
 
     def gated_stores(self) -> list[str]:
         """The stores the gates and the flip compare: reference and candidate."""
