@@ -1,6 +1,8 @@
-"""Embedding stage vs raw SentenceTransformer.encode, and peak RSS of a whole-corpus drop.
+"""Embedding stage vs the raw model call, and peak RSS of a 60k+ chunk build.
 
 Run: .venv/bin/python -m benchmarks.bench_embedding [--repeats N] [--texts N]
+     [--skip-rss | --rss-only] [--rss-chunks N] [--rss-runtime torch|onnx|onnx-int8]
+Writes the `embedding` and `embedding-rss` sections of docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -9,11 +11,7 @@ import argparse
 import hashlib
 import itertools
 import json
-import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,15 +20,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks import embedding_rss
+from benchmarks._machine import LoadMonitor
+from benchmarks.retrieval_data import shared_data
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA
-from candlefire_pipeline.embedding import EmbeddingCache, load_embedder, write_embeddings
-from candlefire_pipeline.settings import DEFAULT_MODEL_ID, REPO_ROOT
+from candlefire_pipeline.embedding import (
+    EmbeddingCache,
+    embedder_for,
+    write_embeddings,
+)
+from candlefire_pipeline.settings import Settings
 
 GOAL_RATIO = 0.95
-
-
-def shared_data() -> Path:
-    return Path(os.environ.get("CANDLEFIRE_SHARED_DATA", REPO_ROOT.parent / "shared/data"))
+#: RSS wobble of a streaming stage (allocator, arena, parquet buffers), not growth
+GROWTH_NOISE_MB = 50
 
 
 def scifact_papers(limit: int | None) -> list[dict]:
@@ -65,6 +68,8 @@ def abstract_chunks(papers: list[dict]) -> pa.Table:
 class ReplayEmbedder:
     """Returns precomputed vectors: the stage timed with it costs everything but the model."""
 
+    runtime = "replay"
+
     def __init__(self, texts: list[str], vectors: np.ndarray, dim: int) -> None:
         self.model_id, self.dim = "replay", dim
         self.by_text = dict(zip(texts, vectors, strict=True))
@@ -83,9 +88,9 @@ def time_stage(embedder, chunks_path: Path, work: Path, run: int) -> tuple[float
 
 
 def time_raw(embedder, texts: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds of the plain model call a user would write."""
+    """Wall and CPU seconds of the plain model call (the embedder, no parquet, no cache)."""
     started, cpu = time.perf_counter(), time.process_time()
-    embedder.model.encode(texts, batch_size=embedder.batch_size, show_progress_bar=False)
+    embedder.embed(texts)
     return time.perf_counter() - started, time.process_time() - cpu
 
 
@@ -99,7 +104,7 @@ def alternating_runs(embedder, texts, chunks_path: Path, work: Path, repeats: in
         else:
             raw = time_raw(embedder, texts)
             stage = time_stage(embedder, chunks_path, work, run)
-        print(f"run {run}: stage {stage[0]:.2f}s wall, raw encode {raw[0]:.2f}s wall")
+        print(f"run {run}: stage {stage[0]:.2f}s wall, raw embed {raw[0]:.2f}s wall")
         pairs.append((stage, raw))
     return pairs
 
@@ -115,11 +120,11 @@ def pipeline_overhead(texts, chunks_path: Path, work: Path, dim: int, repeats: i
 
 
 def throughput_section(n_texts: int, repeats: int) -> tuple[str, float]:
-    embedder = load_embedder(DEFAULT_MODEL_ID)
+    embedder = embedder_for(Settings.from_env(), "bulk")
     table = abstract_chunks(scifact_papers(n_texts))
     texts = table["document"].to_pylist()
     embedder.embed(texts[:64])  # warm-up: first call pays one-off allocation costs
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, LoadMonitor() as load:
         work = Path(tmp)
         chunks_path = work / "chunks.parquet"
         pq.write_table(table, chunks_path)
@@ -131,73 +136,67 @@ def throughput_section(n_texts: int, repeats: int) -> tuple[str, float]:
     pair_ratio = statistics.median(raw[0] / stage[0] for stage, raw in pairs)
     cpu_ratio = statistics.median(raw[1] / stage[1] for stage, raw in pairs)
     markdown = (
-        f"Embedding stage (`write_embeddings`, empty cache) vs raw `SentenceTransformer.encode`"
-        f" on the same {len(texts)} SciFact abstracts, all-MiniLM-L6-v2 on CPU, batch size"
-        f" {embedder.batch_size}, {repeats} alternating runs (medians):\n\n"
+        f"Embedding stage (`write_embeddings`, empty cache) vs the raw model call"
+        f" (`embedder.embed`) on the same {len(texts)} SciFact abstracts, {embedder.model_id} on"
+        f" CPU, bulk runtime `{embedder.runtime}`, batch size {embedder.batch_size}, {repeats}"
+        " alternating runs (medians):\n\n"
         "| path | chunks/s |\n|---|---|\n"
-        f"| raw `encode` | {len(texts) / raw_wall:.1f} |\n"
+        f"| raw `embed` | {len(texts) / raw_wall:.1f} |\n"
         f"| `write_embeddings` (parquet + SQLite cache) | {len(texts) / stage_wall:.1f} |\n\n"
         f"Throughput ratio stage / raw: **{ratio:.3f}** (goal >= {GOAL_RATIO}); median of"
         f" per-run-pair ratios {pair_ratio:.3f}, by CPU time {cpu_ratio:.3f}.\n"
         f"Everything the stage adds around the model (timed with a replay embedder that returns"
         f" precomputed vectors): {overhead * 1000:.0f} ms per {len(texts)} chunks ="
-        f" {overhead / raw_wall:.2%} of the raw encode time, i.e. an expected ratio of"
-        f" {raw_wall / (raw_wall + overhead):.3f} on an idle machine."
+        f" {overhead / raw_wall:.2%} of the raw embed time, i.e. an expected ratio of"
+        f" {raw_wall / (raw_wall + overhead):.3f} on an idle machine.\n\n{load.note()}"
     )
     return markdown, ratio
 
 
-def rss_child(mode: str, drop: Path, out_dir: Path) -> None:
-    """Child process body: print its own peak RSS (and stage counts) as one JSON line."""
-    from candlefire_pipeline.corpus.drops import write_chunks, write_papers
-
-    embedder = load_embedder(DEFAULT_MODEL_ID)
-    report: dict = {"mode": mode}
-    if mode == "model":
-        # activation memory peaks on full-length batches: embed two batches of the longest texts
-        texts = abstract_chunks(scifact_papers(None))["document"].to_pylist()
-        embedder.embed(sorted(texts, key=len, reverse=True)[: 2 * embedder.batch_size])
-    else:
-        started = time.perf_counter()
-        report["papers"] = write_papers(drop, out_dir).accepted
-        report["chunks"] = write_chunks(out_dir).chunks
-        summary = write_embeddings(
-            out_dir / "chunks.parquet",
-            out_dir / "embeddings.parquet",
-            embedder,
-            EmbeddingCache(out_dir / "cache.sqlite"),
-        )
-        report["embedded"] = summary.embedded
-        report["embed_rate"] = summary.chunks_per_second
-        report["seconds"] = time.perf_counter() - started
-    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps(report))
-
-
-def run_rss_child(mode: str, drop: Path, out_dir: Path) -> dict:
-    command = [sys.executable, "-m", "benchmarks.bench_embedding", "--rss-child", mode]
-    command += [str(drop), str(out_dir)]
-    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def rss_section() -> str:
-    drop = shared_data() / "scifact" / "corpus.jsonl"
-    with tempfile.TemporaryDirectory() as tmp:
-        baseline = run_rss_child("model", drop, Path(tmp))
-        full = run_rss_child("drop", drop, Path(tmp) / "batch")
-    print(f"model only: {baseline}\nwhole drop: {full}")
-    drop_mb = drop.stat().st_size / 2**20
+def rss_section(chunks: int, runtime: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp, LoadMonitor(every=30.0) as load:
+        drop = Path(tmp) / "build.jsonl"
+        built = embedding_rss.build_drop(drop, chunks)
+        print(f"drop: {built}")
+        baselines = {
+            r: embedding_rss.run_child("model", r, drop, Path(tmp) / f"model-{r}")
+            for r in ("torch", "onnx", "onnx-int8")
+        }
+        print(f"model only: {baselines}")
+        full = embedding_rss.run_child("build", runtime, drop, Path(tmp) / "batch")
+    print(f"whole build: {full}")
+    timeline = full["timeline"]
+    marks = [timeline[round(q * (len(timeline) - 1))] for q in (0, 0.25, 0.5, 0.75, 1)]
+    growth = timeline[-1][1] - timeline[len(timeline) // 4][1]
+    trend = (
+        "too few readings to judge growth"
+        if len(timeline) < 4
+        else "flat: nothing grows with the corpus"
+        if growth < GROWTH_NOISE_MB
+        else f"**grew by {growth} MB** from the first quarter to the end"
+    )
+    peak = full["peak_rss_mb"]
+    met = "met" if peak <= embedding_rss.GOAL_MB else "NOT met"
+    rows = "\n".join(
+        f"| load `{r}` + embed two batches of 1,000-char chunks | {b['peak_rss_mb']:.0f} |"
+        for r, b in baselines.items()
+    )
     return (
-        f"Peak RSS of one process materializing papers -> chunks -> embeddings for the whole"
-        f" SciFact corpus as one drop ({full['papers']} papers, {drop_mb:.1f} MB of JSONL,"
-        f" {full['chunks']} chunks, empty cache):\n\n"
+        f"Peak RSS of one process materializing papers -> chunks -> embeddings for one drop of"
+        f" {full['papers']:,} papers ({built['mb']:.1f} MB JSONL) = **{full['chunks']:,}"
+        f" chunks** of ~1,000 characters (real SciFact/PubMedQA text at random offsets, new"
+        f" pmids, empty cache), bulk runtime `{runtime}`, batch size"
+        f" {Settings.from_env().embed_batch_size} (ONNX: at most 16 full-length texts per call)."
+        " Each figure is the process's own"
+        " `getrusage` peak, read by that process.\n\n"
         "| process | peak RSS (MB) |\n|---|---|\n"
-        f"| load model + embed 128 longest texts (baseline) | {baseline['peak_rss_mb']:.0f} |\n"
-        f"| whole drop, all three stages | {full['peak_rss_mb']:.0f} |\n\n"
-        f"Data-dependent overhead: {full['peak_rss_mb'] - baseline['peak_rss_mb']:.0f} MB;"
-        f" the three stages took {full['seconds']:.0f} s"
-        f" (embedding {full['embed_rate']:.0f} chunks/s)."
+        f"{rows}\n"
+        f"| **whole build, all three stages (`{runtime}`)** | **{peak:.0f}** |\n\n"
+        f"Goal <= {embedding_rss.GOAL_MB} MB: **{met}**. RSS while embedding (chunks done ->"
+        f" MB): {', '.join(f'{d:,} -> {mb}' for d, mb in marks)} (before embedding:"
+        f" {full['rss_before_embedding_mb']} MB): {trend}."
+        f" The three stages took {full['seconds']:.0f} s (embedding"
+        f" {full['embed_rate']:.1f} chunks/s).\n\n{load.note()}"
     )
 
 
@@ -207,11 +206,13 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--skip-rss", action="store_true", help="only the throughput comparison")
     parser.add_argument("--rss-only", action="store_true", help="only the whole-corpus peak RSS")
-    parser.add_argument("--rss-child", nargs=3, metavar=("MODE", "DROP", "OUT_DIR"))
+    parser.add_argument("--rss-chunks", type=int, default=embedding_rss.BUILD_CHUNKS)
+    parser.add_argument("--rss-runtime", default=Settings.from_env().embed_runtime_bulk)
+    parser.add_argument("--rss-child", nargs=4, metavar=("MODE", "RUNTIME", "DROP", "OUT_DIR"))
     args = parser.parse_args()
     if args.rss_child:
-        mode, drop, out_dir = args.rss_child
-        rss_child(mode, Path(drop), Path(out_dir))
+        mode, runtime, drop, out_dir = args.rss_child
+        embedding_rss.child(mode, runtime, Path(drop), Path(out_dir))
         return
     from benchmarks._report import write_section
 
@@ -222,7 +223,7 @@ def main() -> None:
         if ratio < GOAL_RATIO:
             print(f"WARNING: throughput ratio {ratio:.3f} is below the goal {GOAL_RATIO}")
     if not args.skip_rss:
-        memory = rss_section()
+        memory = rss_section(args.rss_chunks, args.rss_runtime)
         print(memory)
         write_section("embedding-rss", memory)
 

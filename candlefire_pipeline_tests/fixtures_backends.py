@@ -5,9 +5,10 @@
 - `pg_data_root()`: context manager giving a scratch dir usable for another EmbeddedPostgres.
 - `make_backend(name, substring_mode="like", **kwargs)`: a FRESH empty store per call — a
   unique Postgres table (dropped at teardown), a fresh Chroma folder, a fresh Qdrant local-mode
-  folder, or a new MemoryBackend. `name` is one of BACKEND_NAMES; kwargs go to the backend's
-  constructor.
-- `backend`: parametrized over BACKEND_NAMES; one fresh store of each kind per test.
+  folder, or a new MemoryBackend. `name` is one of BACKEND_NAMES or PG_LAYOUTS; kwargs go to the
+  backend's constructor.
+- `backend`: parametrized over BACKEND_NAMES and the PG_LAYOUTS variants of pgvector
+  ("pgvector-halfvec", ...); one fresh store of each kind per test.
 - `make_rows(chunks, vectors, batch_key="b1", model_id="test", dim=None)`: a store_schema rows
   table from plain dicts (see `chunk` for the defaults) + a (rows x dim) vector array.
 - `chunk(pmid, chunk_index=0, document=..., **fields)`: one chunk dict with sane defaults
@@ -33,6 +34,14 @@ from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.corpus.schema import store_schema
+from candlefire_pipeline.settings import PgAnnSettings
+
+#: pgvector storage/ANN layouts besides the default (vector, plain HNSW) the suites also run on.
+PG_LAYOUTS = {
+    "pgvector-halfvec": PgAnnSettings(vector_type="halfvec"),
+    "pgvector-binary": PgAnnSettings(quantization="binary"),
+    "pgvector-halfvec-binary": PgAnnSettings(vector_type="halfvec", quantization="binary"),
+}
 
 
 def unit_vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -128,6 +137,8 @@ def make_backend(request, tmp_path: Path) -> Iterator[Callable[..., object]]:
 
     def factory(name: str, substring_mode: str = "like", **kwargs):
         suffix = uuid.uuid4().hex[:12]
+        if name in PG_LAYOUTS:
+            name, kwargs = "pgvector", {"ann": PG_LAYOUTS[name], **kwargs}
         if name == "pgvector":
             dsn = request.getfixturevalue("pg_dsn")
             store = PgVectorBackend(
@@ -161,7 +172,7 @@ def make_backend(request, tmp_path: Path) -> Iterator[Callable[..., object]]:
         store.close()
 
 
-@pytest.fixture(params=BACKEND_NAMES)
+@pytest.fixture(params=[*BACKEND_NAMES, *PG_LAYOUTS])
 def backend(request, make_backend):
-    """A fresh empty store of each backend kind (like mode)."""
+    """A fresh empty store of each backend kind and pgvector layout (like mode)."""
     return make_backend(request.param)

@@ -39,6 +39,11 @@ class DimensionMismatchError(ValueError):
     """The store was built with another model or dimension than the one now in use."""
 
 
+#: Retrieval stages a semantic_candidates call may name, so an ANN backend can spend the effort
+#: each needs (the entity fan-out wants 10 hits per name, the semantic stage a deeper list).
+ANN_STAGES = ("semantic", "entities")
+
+
 @dataclass(frozen=True)
 class Filter:
     """Metadata filter shared by every read method; None fields do not filter."""
@@ -92,9 +97,17 @@ class VectorBackend(Protocol):
 
     # read side ------------------------------------------------------------------
     def semantic_candidates(
-        self, vectors: np.ndarray, n: int, where: Filter | None = None
+        self,
+        vectors: np.ndarray,
+        n: int,
+        where: Filter | None = None,
+        stage: str | None = None,
     ) -> list[list[ResultRow]]:
-        """Top-n chunks by cosine similarity per query vector (one round trip), best first."""
+        """Top-n chunks by cosine similarity per query vector (one round trip), best first.
+
+        `stage` (one of ANN_STAGES, or None for "semantic") is a hint: an approximate backend may
+        tune its search effort to it; exact backends ignore it.
+        """
 
     def substring_candidates(
         self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None

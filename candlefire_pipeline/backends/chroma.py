@@ -233,9 +233,14 @@ class ChromaBackend:
 
     # read side -------------------------------------------------------------------------------
     def semantic_candidates(
-        self, vectors: np.ndarray, n: int, where: Filter | None = None
+        self,
+        vectors: np.ndarray,
+        n: int,
+        where: Filter | None = None,
+        stage: str | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
+        common.check_stage(stage)  # one effort for every stage here
         queries = common.query_matrix(vectors, self._known_model())
         if not len(queries) or common.matches_nothing(where) or self.count() == 0:
             return [[] for _ in range(len(queries))]

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from candlefire_pipeline.backends.base import DimensionMismatchError, Filter, ResultRow
+from candlefire_pipeline.backends.base import ANN_STAGES, DimensionMismatchError, Filter, ResultRow
 from candlefire_pipeline.corpus.schema import store_schema
 
 SUBSTRING_MODES = ("like", "ilike")
@@ -141,6 +141,15 @@ def query_matrix(vectors: np.ndarray, stored: tuple[str, int] | None) -> np.ndar
         check_dim(stored, matrix.shape[1])
     _check_vectors(matrix, "query")
     return np.ascontiguousarray(matrix)
+
+
+def check_stage(stage: str | None) -> str:
+    """The ANN stage a semantic query serves ("semantic" when not named)."""
+    if stage is None:
+        return "semantic"
+    if stage not in ANN_STAGES:
+        raise ValueError(f"stage must be one of {ANN_STAGES} or None, got {stage!r}")
+    return stage
 
 
 def check_n(n: int) -> int:

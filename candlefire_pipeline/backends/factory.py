@@ -23,7 +23,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             substring_mode=settings.substring_mode,
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
-            ef_search=settings.hnsw_ef_search,
+            ann=settings.pg_ann,
         )
     if name == "chroma":
         from candlefire_pipeline.backends.chroma import ChromaBackend
@@ -54,7 +54,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             substring_mode="like",
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
-            ef_search=settings.hnsw_ef_search,
+            ef_search=settings.pg_ann.ef_search,  # the semantic stage's ef (hnsw_ef)
             lock_timeout=settings.qdrant_lock_timeout,
         )
     if name == "memory":

@@ -174,9 +174,14 @@ class MemoryBackend:
 
     # read side -------------------------------------------------------------------------------
     def semantic_candidates(
-        self, vectors: np.ndarray, n: int, where: Filter | None = None
+        self,
+        vectors: np.ndarray,
+        n: int,
+        where: Filter | None = None,
+        stage: str | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
+        common.check_stage(stage)  # one effort for every stage here
         queries = common.query_matrix(vectors, self._model)
         view = self._current()
         if view is None or common.matches_nothing(where):

@@ -2,20 +2,20 @@
 
 A binary COPY tuple is: int16 field count, then per field int32 byte length (-1 for NULL) and
 the value in the type's binary send format. pgvector's vector is uint16 dim, uint16 unused (0),
-then dim big-endian float32. The fixed-width fields are packed with one numpy structured array;
-each text field gets a 4-byte length prefix; Arrow's binary_join_element_wise then concatenates
-all fields of a row, so the joined array's data buffer IS the COPY payload of those rows.
+then dim big-endian float32 (halfvec: float16). The fixed-width fields are packed with one numpy
+structured array; each text field gets a 4-byte length prefix; Arrow's binary_join_element_wise
+then concatenates all fields of a row, so the joined array's data buffer IS the COPY payload.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from candlefire_pipeline.backends.common import embedding_matrix, rows_dim
+from candlefire_pipeline.backends.common import embedding_matrix
 
 #: COPY column order: fixed-width fields first so their bytes sit at fixed offsets.
 FIXED_COLUMNS = ("embedding", "chunk_index", "citation_count", "has_full_text")
@@ -31,11 +31,18 @@ TRAILER = b"\xff\xff"
 SLICE_ROWS = 4096
 
 
-def _fixed_dtype(dim: int) -> np.dtype:
+#: numpy element type of each pgvector storage type's binary format.
+ELEMENT_TYPES = {"vector": ">f4", "halfvec": ">f2"}
+#: Largest finite float16: a halfvec cannot hold a component beyond it.
+HALFVEC_MAX = float(np.finfo(np.float16).max)
+
+
+def _fixed_dtype(dim: int, vector_type: str) -> np.dtype:
+    element = ELEMENT_TYPES[vector_type]
     return np.dtype(
         [
             ("nfields", ">i2"),
-            ("vec_len", ">i4"), ("vec_dim", ">u2"), ("vec_unused", ">u2"), ("vec", ">f4", (dim,)),
+            ("vec_len", ">i4"), ("vec_dim", ">u2"), ("vec_unused", ">u2"), ("vec", element, (dim,)),
             ("idx_len", ">i4"), ("chunk_index", ">i4"),
             ("cit_len", ">i4"), ("citation_count", ">i4"),
             ("ft_len", ">i4"), ("has_full_text", "u1"),
@@ -43,13 +50,22 @@ def _fixed_dtype(dim: int) -> np.dtype:
     )  # fmt: skip
 
 
-def _fixed_part(rows: pa.Table, dim: int) -> pa.Array:
+def check_halfvec_range(matrix: np.ndarray) -> None:
+    """ValueError when a component does not fit a float16 (it would become infinite)."""
+    if matrix.size and float(np.abs(matrix).max()) > HALFVEC_MAX:
+        raise ValueError(
+            f"rows: a vector component exceeds {HALFVEC_MAX:g}, the largest value a halfvec holds"
+        )
+
+
+def _fixed_part(rows: pa.Table, matrix: np.ndarray, vector_type: str) -> pa.Array:
     """Field count + embedding + the int/bool fields of every row, as one binary array."""
-    packed = np.zeros(rows.num_rows, dtype=_fixed_dtype(dim))
+    dim = matrix.shape[1]
+    packed = np.zeros(rows.num_rows, dtype=_fixed_dtype(dim, vector_type))
     packed["nfields"] = len(COPY_COLUMNS)
-    packed["vec_len"] = 4 + 4 * dim
+    packed["vec_len"] = 4 + packed.dtype["vec"].base.itemsize * dim
     packed["vec_dim"] = dim
-    packed["vec"] = embedding_matrix(rows)
+    packed["vec"] = matrix
     packed["idx_len"] = packed["cit_len"] = 4
     packed["chunk_index"] = rows["chunk_index"].to_numpy()
     packed["citation_count"] = rows["citation_count"].to_numpy()
@@ -87,10 +103,15 @@ def _text_parts(rows: pa.Table, name: str) -> tuple[pa.Array, pa.Array]:
     return prefix.cast(pa.binary()), values
 
 
-def encode_rows(rows: pa.Table) -> pa.Buffer:
-    """COPY tuples (no header/trailer) of validated store_schema rows, in COPY_COLUMNS order."""
-    dim = rows_dim(rows)
-    parts = [_fixed_part(rows, dim), _year_part(rows)]
+def encode_rows(
+    rows: pa.Table, matrix: np.ndarray | None = None, vector_type: str = "vector"
+) -> pa.Buffer:
+    """COPY tuples (no header/trailer) of validated store_schema rows, in COPY_COLUMNS order.
+
+    `matrix` is the rows' embedding matrix when the caller already has it.
+    """
+    matrix = embedding_matrix(rows) if matrix is None else matrix
+    parts = [_fixed_part(rows, matrix, vector_type), _year_part(rows)]
     for name in TEXT_COLUMNS:
         parts.extend(_text_parts(rows, name))
     joined = pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.binary()))
@@ -99,16 +120,17 @@ def encode_rows(rows: pa.Table) -> pa.Buffer:
     return joined.buffers()[2][start:end]
 
 
-def copy_payload(
-    rows: pa.Table, progress: Callable[[int], None] | None = None
-) -> Iterator[pa.Buffer | bytes]:
-    """The whole binary COPY stream for rows: header, tuples slice by slice, trailer.
+def copy_slices(
+    rows: pa.Table, vector_type: str = "vector", slice_rows: int = SLICE_ROWS
+) -> Iterator[tuple[int, pa.Buffer]]:
+    """(rows encoded so far, COPY tuples of the next slice) until every row is encoded.
 
-    `progress` gets the rows handed over so far, each time the consumer asks for the next slice.
+    The stream is HEADER, the slices, TRAILER; the caller writes those two itself.
     """
-    yield HEADER
-    for offset in range(0, rows.num_rows, SLICE_ROWS):
-        yield encode_rows(rows.slice(offset, SLICE_ROWS))
-        if progress is not None:
-            progress(min(offset + SLICE_ROWS, rows.num_rows))
-    yield TRAILER
+    matrix = embedding_matrix(rows)
+    if vector_type == "halfvec":
+        check_halfvec_range(matrix)
+    for offset in range(0, rows.num_rows, slice_rows):
+        part = matrix[offset : offset + slice_rows]
+        done = min(offset + slice_rows, rows.num_rows)
+        yield done, encode_rows(rows.slice(offset, slice_rows), part, vector_type)

@@ -10,6 +10,7 @@ from psycopg import sql
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter
 from candlefire_pipeline.backends.common import like_pattern
 from candlefire_pipeline.backends.pg_copy import COPY_COLUMNS
+from candlefire_pipeline.backends.pg_layout import PLAIN, Layout
 
 #: Lower-case identifier short enough that every derived index name stays under 63 bytes.
 TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
@@ -39,6 +40,10 @@ class Names:
         return self.ident("_meta")
 
     @property
+    def pkey(self) -> sql.Identifier:
+        return self.ident("_pkey")
+
+    @property
     def btree(self) -> sql.Identifier:
         return self.ident("_pmid_chunk")
 
@@ -55,8 +60,8 @@ class Names:
         return f"candlefire:{self.table}"
 
 
-def create_table(names: Names, dim: int) -> sql.Composed:
-    """The chunks table; the vector column's dimension comes from the model.
+def create_table(names: Names, dim: int, layout: Layout = PLAIN) -> sql.Composed:
+    """The chunks table; the vector column's type from the layout, its dimension from the model.
 
     toast_tuple_target keeps ~3 KB rows (1 KB text + 1.5 KB vector) inline instead of writing
     each to the TOAST table as well: measured 1.5x faster COPY (docs/BENCHMARKS.md).
@@ -68,9 +73,9 @@ def create_table(names: Names, dim: int) -> sql.Composed:
         citation_count int NOT NULL, entity_names text NOT NULL, mesh_terms text NOT NULL,
         has_full_text boolean NOT NULL, document text NOT NULL, content_hash text NOT NULL,
         paper_hash text NOT NULL, batch_key text NOT NULL, model_id text NOT NULL,
-        embedding vector({dim}) NOT NULL)
+        embedding {vector} NOT NULL)
         WITH (toast_tuple_target = 8160)"""
-    ).format(t=names.ident(), dim=sql.Literal(int(dim)))
+    ).format(t=names.ident(), vector=layout.column_type(dim))
 
 
 def create_meta(names: Names) -> sql.Composed:
@@ -80,8 +85,14 @@ def create_meta(names: Names) -> sql.Composed:
     ).format(m=names.meta)
 
 
-def create_indexes(names: Names, m: int, ef_construction: int) -> list[sql.Composed]:
-    """Secondary indexes: btree (pmid, chunk_index), trigram GIN, HNSW cosine."""
+def create_indexes(
+    names: Names,
+    m: int,
+    ef_construction: int,
+    layout: Layout = PLAIN,
+    dim: int = 0,
+) -> list[sql.Composed]:
+    """Secondary indexes: btree (pmid, chunk_index), trigram GIN, HNSW (cosine or Hamming)."""
     return [
         # (pmid, chunk_index) also serves every lookup by pmid alone: no separate pmid index.
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (pmid, chunk_index)").format(
@@ -92,11 +103,12 @@ def create_indexes(names: Names, m: int, ef_construction: int) -> list[sql.Compo
             i=names.trgm, t=names.ident()
         ),
         sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops) "
+            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({key}) "
             "WITH (m = {m}, ef_construction = {ef})"
         ).format(
             i=names.hnsw,
             t=names.ident(),
+            key=layout.index_method(dim),
             m=sql.Literal(int(m)),
             ef=sql.Literal(int(ef_construction)),
         ),
@@ -161,29 +173,59 @@ def result_columns(alias: str = "c") -> sql.Composed:
     return sql.SQL(", ").join(sql.Identifier(alias, c) for c in RESULT_COLUMNS)
 
 
-def semantic_query(names: Names, where: Filter, vectors: list, n: int):
-    """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector."""
+def semantic_query(
+    names: Names, where: Filter, vectors: list, n: int, layout: Layout, dim: int, candidates: int
+) -> tuple[sql.Composed, list]:
+    """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector.
+
+    With binary quantization the HNSW walk orders by Hamming distance for `candidates` rows,
+    which are then re-ranked by exact cosine distance on the stored vectors. The vectors go as a
+    binary parameter (%b): pgvector-python's text form formats every float in Python (2.5 ms per
+    384-dim vector at load 13 here), which was most of the 12-name fan-out's client time.
+    """
     conds, params = where_clause(where)
+    query_vec = layout.query_vector(sql.SQL("q.vec"))
+    embedding = sql.SQL("c.embedding")
+    if layout.quantization == "binary":
+        nearest = sql.SQL(
+            """SELECT {inner_cols}, c.embedding <=> {q} AS distance FROM (
+                SELECT * FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s
+            ) c ORDER BY distance LIMIT %s"""
+        )
+        limits = [candidates, n]
+    else:
+        nearest = sql.SQL(
+            "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
+            "FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s"
+        )
+        limits = [n]
     query = sql.SQL(
         """SELECT q.ord, {cols}, 1 - c.distance AS similarity
-        FROM unnest(%s::vector[]) WITH ORDINALITY AS q(vec, ord)
-        CROSS JOIN LATERAL (
-            SELECT {inner_cols}, c.embedding <=> q.vec AS distance
-            FROM {t} c WHERE {cond} ORDER BY c.embedding <=> q.vec LIMIT %s
-        ) c
+        FROM unnest(%b::vector[]) WITH ORDINALITY AS q(vec, ord)
+        CROSS JOIN LATERAL ({nearest}) c
         ORDER BY q.ord, c.distance, c.chunk_id COLLATE "C"
         """
     ).format(
         cols=result_columns(),
-        inner_cols=result_columns(),
-        t=names.ident(),
-        cond=_conjunction(conds),
+        nearest=nearest.format(
+            inner_cols=result_columns(),
+            q=query_vec,
+            t=names.ident(),
+            cond=_conjunction(conds),
+            ann=layout.ann_distance(embedding, query_vec, dim),
+        ),
     )
-    return query, [vectors, *params, n]
+    return query, [vectors, *params, *limits]
 
 
 def substring_query(
-    names: Names, variants: list[str], mode: str, where: Filter, vector, n: int
+    names: Names,
+    variants: list[str],
+    mode: str,
+    where: Filter,
+    vector,
+    n: int,
+    layout: Layout = PLAIN,
 ) -> tuple[sql.Composed, list]:
     """Exact: every chunk holding a variant (trigram index), then sorted by cosine distance.
 
@@ -194,12 +236,18 @@ def substring_query(
     conds, params = where_clause(where)
     query = sql.SQL(
         """WITH hits AS MATERIALIZED (
-            SELECT c.chunk_id, c.embedding <=> %s AS distance FROM {t} c WHERE {like} AND {cond}
+            SELECT c.chunk_id, c.embedding <=> {q} AS distance FROM {t} c WHERE {like} AND {cond}
         ), best AS (SELECT * FROM hits ORDER BY distance, chunk_id COLLATE "C" LIMIT %s)
         SELECT {cols}, 1 - best.distance AS similarity
         FROM best JOIN {t} c USING (chunk_id) ORDER BY best.distance, c.chunk_id COLLATE "C"
         """
-    ).format(t=names.ident(), like=like, cond=_conjunction(conds), cols=result_columns())
+    ).format(
+        t=names.ident(),
+        q=layout.query_vector(sql.SQL("%b::vector")),
+        like=like,
+        cond=_conjunction(conds),
+        cols=result_columns(),
+    )
     return query, [vector, *like_params, *params, n]
 
 

@@ -9,55 +9,24 @@ import numpy as np
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
-from pgvector.psycopg import register_vector
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
-from candlefire_pipeline.backends import common, pg_sql
+from candlefire_pipeline.backends import common, pg_bulk, pg_sql
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
-from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_copy import copy_payload
-from candlefire_pipeline.settings import redact_dsn
+from candlefire_pipeline.backends.pg_connect import open_connection
+from candlefire_pipeline.backends.pg_layout import (
+    Layout,
+    SessionSettings,
+    check_layout,
+    stage_effort,
+    stored_layout,
+)
+from candlefire_pipeline.settings import PgAnnSettings, redact_dsn
 
 log = logging.getLogger(__name__)
 
 #: A first load into an empty table at least this large builds the search indexes afterwards.
 BULK_REBUILD_ROWS = 5_000
-EXTENSIONS = ("vector", "pg_trgm")
-#: Index builds get this much memory (session default 64 MB spills an HNSW graph to disk).
-BUILD_MEMORY = "512MB"
-
-
-def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
-    """An autocommit connection; failures name the server, never the password."""
-    try:
-        password = conninfo_to_dict(dsn).get("password") or ""
-    except psycopg.Error:
-        # psycopg's parse error quotes the DSN: raise outside the handler so no chained
-        # exception (__context__) keeps it either.
-        password = None
-    if password is None:
-        raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
-    try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
-    except psycopg.Error as exc:
-        reason = str(exc).replace(password, "***") if password else str(exc)
-        raise BackendUnavailableError(
-            f"cannot connect to Postgres at {redact_dsn(dsn)}: {reason.strip()}"
-        ) from None
-
-
-def _ensure_extensions(conn: psycopg.Connection) -> None:
-    """Create vector + pg_trgm only when missing: a read-only role or standby cannot CREATE."""
-    present = conn.execute(
-        "SELECT count(*) FROM pg_extension WHERE extname = ANY(%s)", [list(EXTENSIONS)]
-    ).fetchone()[0]
-    if present == len(EXTENSIONS):
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('candlefire:extensions'))")
-        for ext in EXTENSIONS:
-            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
 
 
 class PgVectorBackend:
@@ -72,31 +41,25 @@ class PgVectorBackend:
         substring_mode: str = "like",
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
-        ef_search: int = 100,
+        ann: PgAnnSettings | None = None,
         bulk_rebuild_rows: int = BULK_REBUILD_ROWS,
     ) -> None:
         self.names = pg_sql.Names(table)
         self.substring_mode = common.check_substring_mode(substring_mode)
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
-        self.ef_search = ef_search
+        self.ann = ann or PgAnnSettings()
+        self.layout = Layout.of(self.ann)
         self.bulk_rebuild_rows = bulk_rebuild_rows
         self._dsn = dsn
+        self._session = SessionSettings()
         self._conn = self._open()
-        #: The model once the table is known to exist; reads skip the catalog lookups then.
+        #: The model once the table is known to exist (and its layout checked); reads skip the
+        #: catalog lookups then.
         self._ready: tuple[str, int] | None = None
 
     def _open(self) -> psycopg.Connection:
-        conn = connect(self._dsn)
-        try:
-            _ensure_extensions(conn)
-            register_vector(conn)
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(self.ef_search)])
-        except psycopg.Error as exc:
-            conn.close()
-            raise BackendUnavailableError(
-                f"Postgres at {redact_dsn(self._dsn)} cannot provide pgvector + pg_trgm: {exc}"
-            ) from None
-        _enable_iterative_scan(conn)
+        conn = open_connection(self._dsn)
+        self._session.forget()
         return conn
 
     @property
@@ -117,8 +80,17 @@ class PgVectorBackend:
 
     def _ready_model(self) -> tuple[str, int] | None:
         if self._ready is None and self._exists(self.names.ident()):
+            self._check_layout()
             self._ready = self.stored_model()
         return self._ready
+
+    def stored_layout(self) -> Layout | None:
+        """Vector type and ANN quantization the table was built with (None: no table)."""
+        name = self.names.ident().as_string(self.conn)
+        return stored_layout(self.conn, name, self.names.hnsw.as_string(self.conn))
+
+    def _check_layout(self) -> None:
+        check_layout(self.stored_layout(), self.layout, self.names.table)
 
     def _exists(self, ident: sql.Identifier) -> bool:
         name = ident.as_string(self.conn)
@@ -132,10 +104,15 @@ class PgVectorBackend:
         stored = self.stored_model()
         common.check_model(stored, model_id, dim)
         if stored is not None:
+            layout = self.stored_layout()
+            check_layout(layout, self.layout, self.names.table)
+            if layout is not None and layout.quantization == "unknown":
+                log.warning("%s has no ANN index; building it", self.names.table)
+                self._create_indexes(dim)
             return False
         self.conn.execute(pg_sql.create_meta(self.names))
-        self.conn.execute(pg_sql.create_table(self.names, dim))
-        self._create_indexes()
+        self.conn.execute(pg_sql.create_table(self.names, dim, self.layout))
+        self._create_indexes(dim)
         self.conn.execute(
             sql.SQL("INSERT INTO {m} (model_id, dim) VALUES (%s, %s)").format(m=self.names.meta),
             [model_id, int(dim)],
@@ -170,41 +147,40 @@ class PgVectorBackend:
             self._lock()
             self._fix_model(model_id, dim)
             if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
-                self._bulk_load(rows, progress)
+                self._bulk_load(rows, dim, progress)
             else:
                 self.conn.execute(
                     sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
                     [pmids],
                 )
-                self._copy(rows, progress=progress)
+                pg_bulk.copy_rows(
+                    self.conn, self.names, rows, self.layout.vector_type, progress=progress
+                )
         return rows.num_rows
 
-    def _bulk_load(self, rows: pa.Table, progress: RowProgress | None = None) -> None:
-        """First full build: load without secondary indexes, then build them once."""
+    def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
+        """First full build, in the caller's transaction: bare table, COPY, then every index."""
         log.info("bulk load of %d rows into empty %s", rows.num_rows, self.names.table)
-        # TRUNCATE (the table is empty) lets COPY FREEZE skip later freezing; with
-        # wal_level=minimal the server also skips WAL for the whole load.
-        self.conn.execute(sql.SQL("TRUNCATE {t}").format(t=self.names.ident()))
-        for statement in pg_sql.drop_indexes(self.names):
-            self.conn.execute(statement)
-        self._copy(rows, freeze=True, progress=progress)
-        self.conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
-        self._create_indexes()
+        pg_bulk.strip_table(self.conn, self.names)
+        vector_type = self.layout.vector_type
+        pg_bulk.copy_rows(self.conn, self.names, rows, vector_type, freeze=True, progress=progress)
+        pg_bulk.restore_primary_key(self.conn, self.names)
+        indexed = "bit" if self.layout.quantization == "binary" else vector_type
+        memory = pg_bulk.build_memory_mb(rows.num_rows, dim, indexed)
+        pg_bulk.use_build_resources(self.conn, memory)
+        self._create_indexes(dim)
 
     def _is_empty(self) -> bool:
         query = sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {t})").format(t=self.names.ident())
         return self.conn.execute(query).fetchone()[0]
 
-    def _copy(
-        self, rows: pa.Table, freeze: bool = False, progress: RowProgress | None = None
-    ) -> None:
-        with self.conn.cursor() as cur, cur.copy(pg_sql.copy_into(self.names, freeze)) as copy:
-            for block in copy_payload(rows, progress):
-                copy.write(block)
-
-    def _create_indexes(self) -> None:
-        for statement in pg_sql.create_indexes(self.names, self.hnsw_m, self.hnsw_ef_construction):
+    def _create_indexes(self, dim: int) -> None:
+        for statement in self._index_statements(dim):
             self.conn.execute(statement)
+
+    def _index_statements(self, dim: int) -> list[sql.Composed]:
+        m, ef_construction = self.hnsw_m, self.hnsw_ef_construction
+        return pg_sql.create_indexes(self.names, m, ef_construction, self.layout, dim)
 
     def delete_papers(self, pmids: Sequence[str]) -> int:
         if not pmids or self._ready_model() is None:
@@ -253,15 +229,25 @@ class PgVectorBackend:
 
     # read side -------------------------------------------------------------------------------
     def semantic_candidates(
-        self, vectors: np.ndarray, n: int, where: Filter | None = None
+        self,
+        vectors: np.ndarray,
+        n: int,
+        where: Filter | None = None,
+        stage: str | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
+        stage = common.check_stage(stage)
         stored = self._ready_model()
         queries = common.query_matrix(vectors, stored)
         out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
         if stored is None or not len(queries) or common.matches_nothing(where):
             return out
-        query, params = pg_sql.semantic_query(self.names, where, list(queries), n)
+        binary = self.layout.quantization == "binary"
+        candidates = n * self.ann.rerank_factor if binary else n
+        self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
+        query, params = pg_sql.semantic_query(
+            self.names, where, list(queries), n, self.layout, stored[1], candidates
+        )
         for row in self.conn.execute(query, params).fetchall():
             out[row[0] - 1].append(_result(row[1:]))
         return out
@@ -276,7 +262,7 @@ class PgVectorBackend:
         if stored is None or not variants or common.matches_nothing(where):
             return []
         query, params = pg_sql.substring_query(
-            self.names, variants, self.substring_mode, where, query_vector, n
+            self.names, variants, self.substring_mode, where, query_vector, n, self.layout
         )
         return [_result(row) for row in self.conn.execute(query, params).fetchall()]
 
@@ -297,14 +283,6 @@ class PgVectorBackend:
 
     def close(self) -> None:
         self._conn.close()
-
-
-def _enable_iterative_scan(conn: psycopg.Connection) -> None:
-    """pgvector >= 0.8: keep walking the graph until a filtered ANN query has its n rows."""
-    try:
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
-    except psycopg.Error:
-        log.warning("pgvector < 0.8: filtered ANN queries may return fewer than n rows")
 
 
 def _result(row: Sequence) -> ResultRow:

@@ -266,9 +266,14 @@ class QdrantBackend:
 
     # read side -------------------------------------------------------------------------------
     def semantic_candidates(
-        self, vectors: np.ndarray, n: int, where: Filter | None = None
+        self,
+        vectors: np.ndarray,
+        n: int,
+        where: Filter | None = None,
+        stage: str | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
+        common.check_stage(stage)  # one hnsw_ef for every stage here
         stored = self._known_model()
         queries = common.query_matrix(vectors, stored)
         if stored is None or not len(queries) or common.matches_nothing(where):

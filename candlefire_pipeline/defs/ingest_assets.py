@@ -114,6 +114,7 @@ def build_embeddings(code_version: str) -> dg.AssetsDefinition:
             pipeline.embedder(),
             pipeline.embedding_cache(),
             progress=progress_logger(context),
+            progress_interval=settings.embed_progress_seconds,
         )
         return dg.MaterializeResult(
             metadata={

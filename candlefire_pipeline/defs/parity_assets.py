@@ -71,7 +71,7 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         settings = pipeline.settings()
         resources = {"pgvector": pgvector, "chroma": chroma, "qdrant": qdrant}
         with open_stores(**{name: resources[name] for name in settings.stores}) as opened:
-            report = run_report(settings, pipeline.embedder(), opened)
+            report = run_report(settings, pipeline.query_embedder(), opened)
         json_path, md_path = report.write(settings.reports_dir)
         headline = report.headline()
         context.log.info(

@@ -10,7 +10,7 @@ import dagster as dg
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg_server import resolve_dsn
-from candlefire_pipeline.embedding import EmbeddingCache, load_embedder
+from candlefire_pipeline.embedding import EmbeddingCache, embedder_for
 from candlefire_pipeline.settings import Settings
 
 
@@ -29,8 +29,12 @@ class PipelineResource(dg.ConfigurableResource):
         return settings
 
     def embedder(self):
-        settings = self.settings()
-        return load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+        """The bulk-path embedder (the embeddings asset; its identity is the stores' contract)."""
+        return embedder_for(self.settings(), "bulk")
+
+    def query_embedder(self):
+        """The query-path embedder (retrieval, parity); makes the same vectors as the bulk one."""
+        return embedder_for(self.settings(), "query")
 
     def embedding_cache(self) -> EmbeddingCache:
         return EmbeddingCache(self.settings().cache_dir / "embeddings.sqlite")

@@ -6,9 +6,10 @@ from candlefire_pipeline.embedding.embedders import (
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
+    embedder_for,
     load_embedder,
-    logical_model_id,
 )
+from candlefire_pipeline.embedding.model_files import embedding_identity, logical_model_id
 from candlefire_pipeline.embedding.stage import EmbeddingSummary, write_embeddings
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "EmbeddingSummary",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "embedder_for",
+    "embedding_identity",
     "load_embedder",
     "logical_model_id",
     "write_embeddings",

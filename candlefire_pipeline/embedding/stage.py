@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from candlefire_pipeline.corpus.schema import embedding_schema
 from candlefire_pipeline.embedding.cache import EmbeddingCache
 from candlefire_pipeline.embedding.embedders import Embedder
+from candlefire_pipeline.progress import DEFAULT_INTERVAL_S, ProgressMeter
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +46,15 @@ class EmbeddingSummary:
     cached: int
     seconds: float
     chunks_per_second: float
+    #: the identity vectors were stored and cached under (the model id, plus a quantized runtime)
     model_id: str
     dim: int
+    #: "torch", "onnx", "onnx-int8" or "python" (the hashing embedder)
+    runtime: str = "unknown"
+    #: seconds spent inside the model, the rest is parquet, cache and bookkeeping
+    model_seconds: float = 0.0
+    #: progress lines reported, the final one included
+    progress_reports: int = 0
 
 
 def _check_vectors(vectors: np.ndarray, count: int, embedder: Embedder) -> np.ndarray:
@@ -69,7 +77,7 @@ def _embed_longest_first(embedder: Embedder, texts: list[str]) -> np.ndarray:
 
 
 def _batch_vectors(
-    batch: pa.RecordBatch, embedder: Embedder, cache: EmbeddingCache
+    batch: pa.RecordBatch, embedder: Embedder, cache: EmbeddingCache, timer: list[float]
 ) -> tuple[np.ndarray, int]:
     """Vectors for one record batch in row order, and how many texts the model encoded."""
     hashes = batch.column("content_hash").to_pylist()
@@ -87,7 +95,9 @@ def _batch_vectors(
                 raise ValueError(f"chunk {chunk_id!r} has no document to embed")
             misses[content_hash] = document
     if misses:
+        started = time.perf_counter()
         fresh = _embed_longest_first(embedder, list(misses.values()))
+        timer[0] += time.perf_counter() - started
         cache.put_many(embedder.model_id, list(misses), fresh)
         known.update(zip(misses, fresh, strict=True))
     out = np.empty((len(hashes), embedder.dim), dtype=np.float32)
@@ -113,12 +123,6 @@ def _embedding_table(
     )
 
 
-def _report(message: str, progress: Callable[[str], None] | None) -> None:
-    logger.info(message)
-    if progress is not None:
-        progress(message)
-
-
 def write_embeddings(
     chunks_path: Path,
     out_path: Path,
@@ -126,39 +130,56 @@ def write_embeddings(
     cache: EmbeddingCache,
     read_batch: int = 1024,
     progress: Callable[[str], None] | None = None,
+    progress_interval: float = DEFAULT_INTERVAL_S,
 ) -> EmbeddingSummary:
-    """Write embeddings.parquet aligned row for row with chunks.parquet; embed cache misses only."""
+    """Write embeddings.parquet aligned row for row with chunks.parquet; embed cache misses only.
+
+    Streams `read_batch` rows at a time, so memory does not grow with the file. `progress` gets
+    a line (done/total, rate, ETA) after the first batch, then every `progress_interval`
+    seconds, and one at the end; the summary carries the final figures.
+    """
     chunks_file = pq.ParquetFile(chunks_path)
     missing = set(_READ_COLUMNS) - set(chunks_file.schema_arrow.names)
     if missing:
         raise ValueError(f"{chunks_path} lacks chunk columns {sorted(missing)}")
-    total = chunks_file.metadata.num_rows
     schema = embedding_schema(embedder.dim)
     out_path = Path(out_path)
     tmp_path = out_path.with_name(out_path.name + ".tmp")
-    started = time.perf_counter()
-    done = embedded = 0
+
+    def report(message: str) -> None:
+        logger.info(message)
+        if progress is not None:
+            progress(message)
+
+    meter = ProgressMeter(
+        "embeddings",
+        chunks_file.metadata.num_rows,
+        report,
+        unit="chunks",
+        interval_s=progress_interval,
+    )
+    model_timer = [0.0]
+    embedded = 0
     try:
         with pq.ParquetWriter(tmp_path, schema, **_WRITER_OPTIONS) as writer:
             for batch in chunks_file.iter_batches(batch_size=read_batch, columns=_READ_COLUMNS):
-                vectors, fresh = _batch_vectors(batch, embedder, cache)
+                vectors, fresh = _batch_vectors(batch, embedder, cache, model_timer)
                 writer.write_table(_embedding_table(batch, vectors, embedder, schema))
-                done += batch.num_rows
                 embedded += fresh
-                rate = done / max(time.perf_counter() - started, 1e-9)
-                cached = done - embedded
-                message = f"embedded {done}/{total} chunks ({cached} cached), {rate:.0f} chunks/s"
-                _report(message, progress)
+                meter.update(meter.done + batch.num_rows)
         os.replace(tmp_path, out_path)
     finally:
         tmp_path.unlink(missing_ok=True)
-    seconds = time.perf_counter() - started
+    final = meter.finish()
     return EmbeddingSummary(
-        chunks=done,
+        chunks=final.done,
         embedded=embedded,
-        cached=done - embedded,
-        seconds=seconds,
-        chunks_per_second=done / seconds if seconds > 0 else 0.0,
+        cached=final.done - embedded,
+        seconds=final.seconds,
+        chunks_per_second=final.rate,
         model_id=embedder.model_id,
         dim=embedder.dim,
+        runtime=getattr(embedder, "runtime", "unknown"),
+        model_seconds=model_timer[0],
+        progress_reports=meter.reports,
     )

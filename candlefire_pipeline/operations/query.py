@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.embedding import load_embedder
+from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.retrieval.rerank import load_reranker
@@ -18,7 +18,7 @@ def run_query(
 ) -> tuple[str, Retrieval]:
     """(backend used, retrieve() result) on one backend, or (backend_name "serving") on the one
     the switch names, read exactly as the app reads it."""
-    embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+    embedder = embedder_for(settings, "query")
     if backend_name == SERVING:
         with ServingReader(settings, embedder) as reader:
             retriever = reader.retriever()

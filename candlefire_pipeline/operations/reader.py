@@ -47,9 +47,9 @@ class ServingReader:
         opener: Callable[[str, Settings], VectorBackend] = open_backend,
     ) -> None:
         if embedder is None:
-            from candlefire_pipeline.embedding import load_embedder
+            from candlefire_pipeline.embedding import embedder_for
 
-            embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+            embedder = embedder_for(settings, "query")
         self.settings, self.embedder, self._opener = settings, embedder, opener
         self.reranker = reranker or load_reranker(settings.retrieval.reranker_model)
         self._seen: tuple | None | bool = False  # False: never read

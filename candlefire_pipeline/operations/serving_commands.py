@@ -121,9 +121,9 @@ def _check_pgvector(settings: Settings) -> None:
 
 def _run_and_write_report(settings: Settings, embedder):
     if embedder is None:
-        from candlefire_pipeline.embedding import load_embedder
+        from candlefire_pipeline.embedding import embedder_for
 
-        embedder = load_embedder(settings.model_id, batch_size=settings.embed_batch_size)
+        embedder = embedder_for(settings, "query")
     with open_named_stores(settings) as stores:
         report = run_report(settings, embedder, stores)
     report.write(settings.reports_dir)

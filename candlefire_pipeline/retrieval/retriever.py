@@ -139,7 +139,7 @@ class Retriever:
         self._check_model()
         n = self.settings.semantic_n if n is None else n
         vector = self._query_vector(query)
-        rows = self.backend.semantic_candidates(vector[None, :], 2 * n, where)[0]
+        rows = self.backend.semantic_candidates(vector[None, :], 2 * n, where, stage="semantic")[0]
         return best_per_pmid(rows)[:n]
 
     def entity_names_used(self, names: Iterable[str]) -> list[str]:
@@ -165,7 +165,9 @@ class Retriever:
             vectors = self._embed(used)
         if len(vectors) != len(used):
             raise ValueError(f"{len(vectors)} entity vectors for {len(used)} entity names")
-        hit_lists = self.backend.semantic_candidates(vectors, self.settings.entity_hits)
+        hit_lists = self.backend.semantic_candidates(
+            vectors, self.settings.entity_hits, stage="entities"
+        )
         return best_per_pmid(row for hits in hit_lists for row in hits)
 
     def search_by_keyword(

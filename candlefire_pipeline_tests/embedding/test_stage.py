@@ -112,7 +112,27 @@ def test_empty_chunks_file_gives_an_empty_embeddings_file(tmp_path, chunks_file,
     assert (summary.chunks, summary.embedded, summary.cached) == (0, 0, 0)
 
 
-def test_progress_reports_every_batch(tmp_path, chunks_file, cache):
+def test_progress_comes_at_the_interval_not_once_per_batch(tmp_path, chunks_file, cache):
+    messages: list[str] = []
+    summary = write_embeddings(
+        chunks_file(DOCUMENTS),
+        tmp_path / "e.parquet",
+        HashingEmbedder(),
+        cache,
+        read_batch=1,
+        progress=messages.append,
+        progress_interval=3600,
+    )
+    # seven batches: the first one and the end are reported, nothing in between
+    assert [m.split(" (")[0] for m in messages] == [
+        "embeddings: 1/7 chunks",
+        "embeddings: 7/7 chunks",
+    ]
+    assert summary.progress_reports == 2
+    assert "chunks/s, ETA" in messages[0]
+
+
+def test_progress_lines_count_done_of_total(tmp_path, chunks_file, cache):
     messages: list[str] = []
     write_embeddings(
         chunks_file(DOCUMENTS),
@@ -121,13 +141,22 @@ def test_progress_reports_every_batch(tmp_path, chunks_file, cache):
         cache,
         read_batch=3,
         progress=messages.append,
+        progress_interval=1e-9,  # every batch passes the interval
     )
-    assert [m.split(" chunks")[0] for m in messages] == [
-        "embedded 3/7",
-        "embedded 6/7",
-        "embedded 7/7",
+    assert [m.split(" (")[0] for m in messages] == [
+        "embeddings: 3/7 chunks",
+        "embeddings: 6/7 chunks",
+        "embeddings: 7/7 chunks",
     ]
-    assert messages[-1].startswith("embedded 7/7 chunks (0 cached), ")
+    assert messages[-1].endswith("ETA 0 s")
+
+
+def test_the_summary_names_runtime_and_model_time(tmp_path, chunks_file, cache):
+    summary = write_embeddings(chunks_file(DOCUMENTS), tmp_path / "e.parquet", HashingEmbedder(),
+                               cache)  # fmt: skip
+    assert summary.runtime == "python"
+    assert 0 < summary.model_seconds <= summary.seconds
+    assert summary.chunks_per_second == pytest.approx(summary.chunks / summary.seconds)
 
 
 class BrokenEmbedder(RecordingEmbedder):

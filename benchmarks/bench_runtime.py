@@ -1,0 +1,151 @@
+"""Embedding runtimes side by side: torch vs ONNX fp32 vs ONNX int8, speed and agreement.
+
+Run: .venv/bin/python -m benchmarks.bench_runtime [--repeats N] [--bulk-texts N]
+     [--batch-sizes 16,32,64,128] [--skip-agreement] [--skip-speed]
+Writes the `embedding-runtime` and `embedding-agreement` sections of docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+
+from benchmarks import runtime_agreement, runtime_speed
+from benchmarks._machine import LoadMonitor
+from candlefire_pipeline.settings import (
+    DEFAULT_BULK_RUNTIME,
+    DEFAULT_QUERY_RUNTIME,
+    EMBED_RUNTIMES,
+    Settings,
+)
+
+RUNTIMES = ("torch", "onnx", "onnx-int8")
+#: fp32 ONNX may share torch's identity only within these (issue #14).
+MIN_MEAN_COSINE = 0.9999
+MAX_NDCG_DELTA = 0.002
+
+
+def _fp32_winner(speeds: dict[str, float]) -> str:
+    """The faster of the runtimes that make the store's vectors (int8 is opt-in only)."""
+    return max((r for r in speeds if EMBED_RUNTIMES[r] == "fp32"), key=speeds.get)
+
+
+def speed_section(settings: Settings, repeats: int, texts: int, sizes: list[int]) -> str:
+    with LoadMonitor() as load:
+        query = runtime_speed.query_path(settings, RUNTIMES, repeats)
+        chunks = runtime_speed.bulk_texts(texts)
+        bulk = runtime_speed.bulk(settings, RUNTIMES, sizes, chunks, max(3, repeats // 10))
+    torch_p50 = runtime_speed.median_ms(query["torch"])
+    lines = [
+        f"Model `{settings.model_id}` on CPU; {os.cpu_count()} CPUs. All runtimes run"
+        " interleaved in one process (order rotated every round), medians over repeats.",
+        "",
+        f"**Query path**: one request = 1 SciFact claim + {runtime_speed.ENTITY_NAMES} entity"
+        f" names in one `embed` call, one request at a time, {repeats} requests per runtime:",
+        "",
+        "| runtime | p50 ms | p95 ms | CPU ms (median) | speed-up vs torch (p50) |",
+        "|---|---|---|---|---|",
+    ]
+    for runtime, timing in query.items():
+        p50 = runtime_speed.median_ms(timing)
+        lines.append(
+            f"| {runtime} | {p50:.1f} | {timing.p(0.95) * 1000:.1f} |"
+            f" {statistics.median(timing.cpu) * 1000:.1f} | {torch_p50 / p50:.2f}x |"
+        )
+    lines += [
+        "",
+        f"**Bulk**: {len(chunks)} chunks of 1,000 characters (SciFact text), chunks/s by batch"
+        " size (wall-clock median; CPU-time throughput in brackets):",
+        "",
+        "| runtime | " + " | ".join(f"batch {s}" for s in sizes) + " |",
+        "|---|" + "---|" * len(sizes),
+    ]
+    best_bulk: dict[str, float] = {}
+    for runtime in RUNTIMES:
+        cells = []
+        for size in sizes:
+            timing = bulk[(runtime, size)]
+            rate = len(chunks) / statistics.median(timing.wall)
+            cpu_rate = len(chunks) / statistics.median(timing.cpu)
+            best_bulk[runtime] = max(best_bulk.get(runtime, 0.0), rate)
+            cells.append(f"{rate:.1f} ({cpu_rate:.1f})")
+        lines.append(f"| {runtime} | " + " | ".join(cells) + " |")
+    query_speed = {r: 1 / runtime_speed.median_ms(t) for r, t in query.items()}
+    faster_query, faster_bulk = _fp32_winner(query_speed), _fp32_winner(best_bulk)
+    lines += [
+        "",
+        f"Faster fp32 runtime: query path **{faster_query}**, bulk **{faster_bulk}**; defaults"
+        f" in settings.py: query `{DEFAULT_QUERY_RUNTIME}`, bulk `{DEFAULT_BULK_RUNTIME}`"
+        + (
+            "."
+            if (faster_query, faster_bulk) == (DEFAULT_QUERY_RUNTIME, DEFAULT_BULK_RUNTIME)
+            else " -- **the defaults disagree with this run**."
+        ),
+        "int8 is never a default: its vectors differ, so it is its own identity"
+        " (`<model>@onnx-int8`) and needs a store built with it.",
+        "",
+        load.note(),
+    ]
+    return "\n".join(lines)
+
+
+def agreement_section(settings: Settings) -> str:
+    models = runtime_speed.embedders(settings, RUNTIMES, batch_size=64)
+    with LoadMonitor() as load:
+        results = runtime_agreement.agreement(models)
+    reference = results[0]
+    lines = [
+        f"Every runtime on all {reference.docs:,} SciFact documents (chunker format) and the"
+        " 809 training claims; cosine against the torch vector of the same document; nDCG@10"
+        " of exact search over each runtime's own vectors (binary relevance judgments).",
+        "",
+        "| runtime | mean cosine | min cosine | nDCG@10 | delta vs torch | corpus embed s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.runtime} | {r.mean_cosine:.6f} | {r.min_cosine:.6f} | {r.ndcg10:.4f} |"
+            f" {r.ndcg10 - reference.ndcg10:+.4f} | {r.seconds:.0f} |"
+        )
+    onnx = next(r for r in results if r.runtime == "onnx")
+    ok = onnx.mean_cosine >= MIN_MEAN_COSINE and abs(onnx.ndcg10 - reference.ndcg10) <= (
+        MAX_NDCG_DELTA
+    )
+    lines += [
+        "",
+        f"fp32 ONNX vs torch: mean cosine >= {MIN_MEAN_COSINE} and |delta nDCG@10| <="
+        f" {MAX_NDCG_DELTA}: **{'met' if ok else 'NOT met'}** -- which is why fp32 ONNX shares"
+        " the model's identity (stores and cache entries) with torch.",
+        "",
+        load.note(),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=60, help="query-path requests")
+    parser.add_argument("--bulk-texts", type=int, default=256)
+    parser.add_argument("--batch-sizes", default="16,32,64,128")
+    parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-agreement", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    from benchmarks._report import write_section
+
+    settings = Settings.from_env()
+    if not args.skip_speed:
+        sizes = [int(s) for s in args.batch_sizes.split(",")]
+        section = speed_section(settings, args.repeats, args.bulk_texts, sizes)
+        print(section)
+        write_section("embedding-runtime", section)
+    if not args.skip_agreement:
+        section = agreement_section(settings)
+        print(section)
+        write_section("embedding-agreement", section)
+
+
+if __name__ == "__main__":
+    main()

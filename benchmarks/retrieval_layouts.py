@@ -1,0 +1,162 @@
+"""vector / halfvec / binary quantization at 62k chunks: recall, latency, sizes, HNSW build times.
+
+Each layout is its own table of the same rows. Recall@15 is measured two ways against the exact
+oracle: the chunk-level ANN list (semantic_candidates, k=15) and the final retrieve() list.
+HNSW build time at three corpus sizes comes from partial indexes over a fixed hash-based share
+of the same table (a build reads the whole heap, but inserts only that share into the graph).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+
+import numpy as np
+from psycopg import sql
+
+from benchmarks import retrieval_latency as lat
+from benchmarks.retrieval_stores import load
+from benchmarks.retrieval_workload import answer_all, final_recall
+from candlefire_pipeline.backends import pg_bulk
+from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.settings import PgAnnSettings
+
+logger = logging.getLogger(__name__)
+
+#: name -> (vector_type, quantization, rerank factors measured)
+LAYOUTS = {
+    "vector": ("vector", "none", (None,)),
+    "halfvec": ("halfvec", "none", (None,)),
+    "binary": ("vector", "binary", (4, 10, 20)),
+    "halfvec+binary": ("halfvec", "binary", (10,)),
+}
+#: Shares of the table (in quarters, by hash of chunk_id) the HNSW build is timed at.
+BUILD_QUARTERS = (1, 2, 4)
+MB = 1024 * 1024
+
+
+def sizes(store: PgVectorBackend) -> dict[str, float]:
+    """Heap (+TOAST), all indexes, and the ANN index alone, in MB."""
+    table, ann = store.names.ident().as_string(store.conn), store.names.hnsw.as_string(store.conn)
+    row = store.conn.execute(
+        "SELECT pg_table_size(%s), pg_indexes_size(%s), pg_relation_size(%s)", [table, table, ann]
+    ).fetchone()
+    return {"table": row[0] / MB, "indexes": row[1] / MB, "ann": row[2] / MB}
+
+
+def build_times(store: PgVectorBackend, dim: int, total: int) -> list[tuple[int, float, float]]:
+    """(rows in the graph, seconds, index MB) of an HNSW build over 1/4, 2/4 and all rows."""
+    out = []
+    key = store.layout.index_method(dim)
+    for quarters in BUILD_QUARTERS:
+        name = store.names.ident(f"_build_{quarters}")
+        where = sql.SQL("abs(hashtext(chunk_id)) % 4 < {}").format(sql.Literal(quarters))
+        statement = sql.SQL(
+            "CREATE INDEX {i} ON {t} USING hnsw ({k}) WITH (m = {m}, ef_construction = {ef})"
+            " WHERE {w}"
+        ).format(
+            i=name,
+            t=store.names.ident(),
+            k=key,
+            m=sql.Literal(store.hnsw_m),
+            ef=sql.Literal(store.hnsw_ef_construction),
+            w=where,
+        )
+        count = store.conn.execute(
+            sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(t=store.names.ident(), w=where)
+        ).fetchone()[0]
+        indexed = "bit" if store.layout.quantization == "binary" else store.layout.vector_type
+        with store.conn.transaction():
+            pg_bulk.use_build_resources(store.conn, pg_bulk.build_memory_mb(count, dim, indexed))
+            started = time.perf_counter()
+            store.conn.execute(statement)
+            seconds = time.perf_counter() - started
+        index_mb = store.conn.execute(
+            "SELECT pg_relation_size(%s)", [name.as_string(store.conn)]
+        ).fetchone()[0]
+        store.conn.execute(sql.SQL("DROP INDEX {i}").format(i=name))
+        out.append((count, seconds, index_mb / MB))
+        logger.info("HNSW build %s over %d rows: %.1f s", store.layout, count, seconds)
+    return out
+
+
+def measure_layout(store, embedder, requests, oracle, qvecs, exact) -> dict:
+    found = store.semantic_candidates(qvecs, 15, stage="semantic")
+    ann_recall = np.mean(
+        [
+            len({r["chunk_id"] for r in f} & {r["chunk_id"] for r in e}) / 15
+            for f, e in zip(found, exact, strict=True)
+        ]
+    )
+    retriever = Retriever(store, embedder)
+    answer_all(retriever, requests[:3])
+    answers = answer_all(retriever, requests)
+    return {
+        "ann_recall": float(ann_recall),
+        "final": final_recall(answers, oracle),
+        "semantic": [a.timings["semantic"] for a in answers],
+        "entities": [a.timings["entities"] for a in answers],
+        "store": [a.timings["total"] - a.timings["embed"] for a in answers],
+    }
+
+
+def compare(
+    dsn, rows, memory, embedder, requests, oracle, base: PgAnnSettings, builds: bool, rebuild: bool
+):
+    """Markdown lines of the layout comparison (tables cached unless `rebuild`)."""
+    qvecs = embedder.embed([r.query for r in requests])
+    exact = memory.semantic_candidates(qvecs, 15)
+    dim = embedder.dim
+    table_lines, build_lines = [], []
+    for name, (vector_type, quantization, factors) in LAYOUTS.items():
+        label = f"layout_{name.replace('+', '_')}"
+        ann = replace(base, vector_type=vector_type, quantization=quantization)
+        store = PgVectorBackend(dsn, table=label, ann=ann)
+        if rebuild:
+            store.reset()
+        load_s = load(store, rows, embedder.model_id, dim)
+        size = sizes(store)
+        if builds:
+            build_lines += [
+                f"| {name} | {count:,} | {seconds:.1f} | {mb:.0f} |"
+                for count, seconds, mb in build_times(store, dim, rows.num_rows)
+            ]
+        store.close()
+        for factor in factors:
+            tuned = replace(ann, rerank_factor=factor) if factor else ann
+            store = PgVectorBackend(dsn, table=label, ann=tuned)
+            m = measure_layout(store, embedder, requests, oracle, qvecs, exact)
+            store.close()
+            shown = f"{name} (re-rank {factor}x)" if factor else name
+            table_lines.append(
+                f"| {shown} | {m['ann_recall']:.4f} | {m['final']:.4f} | {lat.ms(m['semantic'])}"
+                f" | {lat.ms(m['entities'])} | {lat.ms(m['store'])} | {size['table']:.0f} |"
+                f" {size['ann']:.0f} | {size['indexes']:.0f} | {load_s:.0f} |"
+            )
+    lines = [
+        f"Storage and ANN options on the same {rows.num_rows:,} chunks ({dim}-dim), per-stage"
+        f" ef_search semantic {base.ef_search} / entities {base.ef_search_entities};"
+        f" {len(requests)} requests, embeddings memoized (store time only). ANN recall@15:"
+        " semantic_candidates(k=15) vs the exact oracle's chunks; final recall@15: the final"
+        " retrieve() PMIDs vs the oracle's. Binary: HNSW over `binary_quantize(embedding)::bit"
+        f"({dim})` (Hamming), n x re-rank candidates re-ranked by exact cosine on the stored"
+        " vectors. Build s: first full build (load + every index), 0 = table reused.",
+        "",
+        "| layout | ANN recall@15 | final recall@15 | semantic p50 / p95 ms | entities p50 / p95"
+        " ms | store total p50 / p95 ms | table MB | ANN index MB | all indexes MB | build s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *table_lines,
+    ]
+    if build_lines:
+        lines += [
+            "",
+            "HNSW build time by corpus size (m / ef_construction from settings, 2 parallel"
+            " maintenance workers, maintenance_work_mem sized to the graph as in a first build):",
+            "",
+            "| layout | rows in graph | build s | index MB |",
+            "|---|---|---|---|",
+            *build_lines,
+        ]
+    return lines

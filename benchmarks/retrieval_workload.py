@@ -1,0 +1,95 @@
+"""The 62k-chunk workload of bench_retrieval: corpus rows, requests, and a memoizing embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from benchmarks.retrieval_data import (
+    SyntheticCorpus,
+    entity_pool,
+    rows_table,
+    scifact_queries,
+    scifact_records,
+    synthetic_corpus,
+)
+from benchmarks.retrieval_data import embed_cached as cached
+from benchmarks.retrieval_latency import Request, make_requests
+from candlefire_pipeline.parity import metrics
+
+
+@dataclass(frozen=True)
+class Workload:
+    rows: pa.Table
+    corpus: SyntheticCorpus
+    pool: list[str]
+
+    def requests(self, n: int, seed: int = 11) -> list[Request]:
+        """The first n SciFact claims as queries, each with 12 entity names and 3 terms."""
+        return make_requests([q.text for q in scifact_queries()[:n]], self.pool, self.corpus, seed)
+
+
+def latency_workload(embedder) -> Workload:
+    records = scifact_records()
+    # real embeddings of the SciFact titles (row i = records[i]) seed the synthetic vectors
+    base = cached(embedder, [r["title"] for r in records])
+    corpus = synthetic_corpus(records, base)
+    rows = rows_table(corpus.chunks, corpus.vectors, embedder.model_id, "synthetic")
+    return Workload(rows, corpus, entity_pool([r["title"] for r in records]))
+
+
+class MemoEmbedder:
+    """The real embedder, each text embedded once: sweeps time the store, not the model."""
+
+    def __init__(self, embedder) -> None:
+        self.inner = embedder
+        self.model_id, self.dim = embedder.model_id, embedder.dim
+        self._memo: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            self._memo.update(zip(missing, self.inner.embed(missing), strict=True))
+        return np.stack([self._memo[t] for t in texts])
+
+
+class ExactAnnOracle:
+    """The exact memory backend for every ANN call; the pgvector store for the substring paths.
+
+    Only the ANN stages differ between pgvector and exact search: its keyword fetch (trigram
+    filter, then an exact sort) and grounding are exact already (their agreement with the memory
+    backend is checked in the latency part). The memory backend's Python substring scan costs
+    ~2 s per request at 62k chunks, which made a 200-request sweep oracle take most of an hour.
+    """
+
+    name = "exact-ann oracle"
+
+    def __init__(self, memory, store) -> None:
+        self._memory, self._store = memory, store
+
+    def semantic_candidates(self, vectors, n, where=None, stage=None):
+        return self._memory.semantic_candidates(vectors, n, where, stage)
+
+    def __getattr__(self, attribute: str):
+        return getattr(self._store, attribute)
+
+
+def final_recall(answers: Sequence, oracle_answers: Sequence) -> float:
+    """Mean recall@15 of the final retrieve() PMIDs against the exact oracle's final PMIDs."""
+    pairs = zip(answers, oracle_answers, strict=True)
+    return float(np.mean([metrics.recall(got.pmids, ref.pmids) for got, ref in pairs]))
+
+
+def list_recall(answers: Sequence, oracle_answers: Sequence, field: str) -> float:
+    """Mean recall of one stage's PMID list (semantic_pmids / entity_pmids) against the oracle."""
+    pairs = zip(answers, oracle_answers, strict=True)
+    return float(
+        np.mean([metrics.recall(getattr(got, field), getattr(ref, field)) for got, ref in pairs])
+    )
+
+
+def answer_all(retriever, requests: Sequence[Request]) -> list:
+    return [retriever.retrieve(r.query, r.entities, r.terms) for r in requests]

@@ -1,0 +1,71 @@
+"""Connections to the pgvector store: autocommit, extensions present, vector types registered."""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.settings import redact_dsn
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = ("vector", "pg_trgm")
+
+
+def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
+    """An autocommit connection; failures name the server, never the password."""
+    try:
+        password = conninfo_to_dict(dsn).get("password") or ""
+    except psycopg.Error:
+        # psycopg's parse error quotes the DSN: raise outside the handler so no chained
+        # exception (__context__) keeps it either.
+        password = None
+    if password is None:
+        raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
+    except psycopg.Error as exc:
+        reason = str(exc).replace(password, "***") if password else str(exc)
+        raise BackendUnavailableError(
+            f"cannot connect to Postgres at {redact_dsn(dsn)}: {reason.strip()}"
+        ) from None
+
+
+def _ensure_extensions(conn: psycopg.Connection) -> None:
+    """Create vector + pg_trgm only when missing: a read-only role or standby cannot CREATE."""
+    present = conn.execute(
+        "SELECT count(*) FROM pg_extension WHERE extname = ANY(%s)", [list(EXTENSIONS)]
+    ).fetchone()[0]
+    if present == len(EXTENSIONS):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('candlefire:extensions'))")
+        for ext in EXTENSIONS:
+            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+
+
+def open_connection(dsn: str) -> psycopg.Connection:
+    """connect(), then make sure pgvector + pg_trgm exist and register the vector types."""
+    conn = connect(dsn)
+    try:
+        _ensure_extensions(conn)
+        register_vector(conn)
+    except psycopg.Error as exc:
+        conn.close()
+        raise BackendUnavailableError(
+            f"Postgres at {redact_dsn(dsn)} cannot provide pgvector + pg_trgm: {exc}"
+        ) from None
+    conn.add_notice_handler(_log_pgvector_notice)
+    return conn
+
+
+def _log_pgvector_notice(notice: psycopg.errors.Diagnostic) -> None:
+    """pgvector's build notices (e.g. the HNSW graph spilling out of memory) reach the log."""
+    message = notice.message_primary or ""
+    if message.startswith(("hnsw ", "ivfflat ")):
+        log.warning("pgvector: %s", message)

@@ -1,0 +1,73 @@
+"""pgvector ANN settings: read from the environment, validated, carried to the store."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.settings import PgAnnSettings, Settings
+
+ENV = {
+    "CANDLEFIRE_PG_VECTOR_TYPE": "HalfVec",
+    "CANDLEFIRE_PG_QUANTIZATION": "binary",
+    "CANDLEFIRE_PG_RERANK_FACTOR": "7",
+    "CANDLEFIRE_HNSW_EF_SEARCH": "150",
+    "CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES": "30",
+    "CANDLEFIRE_HNSW_ITERATIVE_SCAN": "strict_order",
+    "CANDLEFIRE_HNSW_MAX_SCAN_TUPLES": "5000",
+}
+
+
+def test_defaults_are_one_value_each(monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert Settings.from_env().pg_ann == PgAnnSettings()
+
+
+def test_every_setting_is_read_from_the_environment(monkeypatch):
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    assert Settings.from_env().pg_ann == PgAnnSettings(
+        vector_type="halfvec",
+        quantization="binary",
+        rerank_factor=7,
+        ef_search=150,
+        ef_search_entities=30,
+        iterative_scan="strict_order",
+        max_scan_tuples=5000,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("CANDLEFIRE_PG_VECTOR_TYPE", "float8", "must be one of vector, halfvec"),
+        ("CANDLEFIRE_PG_QUANTIZATION", "pq", "must be one of none, binary"),
+        ("CANDLEFIRE_HNSW_ITERATIVE_SCAN", "sometimes", "must be one of off, relaxed_order"),
+        ("CANDLEFIRE_HNSW_EF_SEARCH", "0", "between 1 and 1,000,000"),
+        ("CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", "-5", "between 1 and 1,000,000"),
+        ("CANDLEFIRE_PG_RERANK_FACTOR", "many", "must be an integer"),
+        ("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", "0", "between 1 and 1,000,000"),
+    ],
+)
+def test_bad_values_name_the_variable(monkeypatch, name, value, message):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=message) as caught:
+        Settings.from_env()
+    assert name in str(caught.value)
+
+
+def test_the_factory_opens_the_configured_layout(tmp_path, pg_dsn):
+    ann = PgAnnSettings(vector_type="halfvec", ef_search_entities=25)
+    base = Settings.from_env().with_data_dir(tmp_path)
+    settings = replace(base, pg_dsn=pg_dsn, pg_table="ann_factory", pg_ann=ann)
+    store = open_backend("pgvector", settings)
+    try:
+        assert store.ann == ann
+        store.ensure_schema("test", 4)
+        assert store.stored_layout().vector_type == "halfvec"
+    finally:
+        store.reset()
+        store.close()
