@@ -1,9 +1,11 @@
 """Bulk-load rates: executemany INSERT vs documented pgvector COPY vs the project's bulk path.
 
 Also times the index builds of a first full build (HNSW with the configured m/ef_construction)
-and Chroma's ingest rate at its max batch size vs batches of 100.
+and Chroma's ingest rate at its max batch size vs batches of 100, and Qdrant's (load_qdrant.py:
+local-mode client and engine, labelled apart).
 
 Run: .venv/bin/python -m benchmarks.bench_load [--rows N] [--repeats N] [--chroma-rows N]
+     [--qdrant-rows N]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from chromadb.config import Settings as ChromaSettings
 from benchmarks.helpers import LoadMonitor
 from benchmarks.load_chroma import add_in_batches
 from benchmarks.load_pg import PgLoads, Timing
+from benchmarks.load_qdrant import measure_qdrant, qdrant_markdown
 from benchmarks.load_rows import synthetic_rows
 from candlefire_pipeline.backends import pg_bulk
 from candlefire_pipeline.backends.common import rows_dim
@@ -215,6 +218,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--chroma-rows", type=int, default=5_461)
     parser.add_argument("--chroma-repeats", type=int, default=3)
+    parser.add_argument("--qdrant-rows", type=int, default=5_461, help="0 skips Qdrant")
+    parser.add_argument("--qdrant-repeats", type=int, default=3)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
@@ -239,7 +244,14 @@ def main() -> None:
     max_batch, chroma_secs = measure_chroma(chroma_rows, args.chroma_repeats)
     chroma_md = chroma_markdown(chroma_rows.num_rows, max_batch, chroma_secs)
     print(chroma_md)
-    write_section("load", f"{pg_md}\n\n{chroma_md}\n\n{sampler.stop().note()}")
+    parts = [pg_md, chroma_md]
+    if args.qdrant_rows:
+        qdrant_rows = rows.slice(0, args.qdrant_rows)
+        parts.append(
+            qdrant_markdown(qdrant_rows.num_rows, measure_qdrant(qdrant_rows, args.qdrant_repeats))
+        )
+        print(parts[-1])
+    write_section("load", "\n\n".join([*parts, sampler.stop().note()]))
     log.info("bench_load done in %.0f s (pid %d)", time.perf_counter() - started, os.getpid())
 
 

@@ -1,7 +1,8 @@
 """Retrieval quality (SciFact), full-retrieve latency, per-stage ef sweep and layouts at 62k chunks.
 
 Run: .venv/bin/python -m benchmarks.bench_retrieval [--parts quality,latency,sweep,layouts]
-     [--requests 60] [--sweep-requests 200] [--no-builds] [--rebuild]
+     [--requests 60] [--sweep-requests 200] [--no-builds] [--rebuild] [--qdrant-requests 13]
+The qdrant part (benchmarks/retrieval_qdrant.py) is opt-in: --parts qdrant (local mode is slow).
 Stores and embeddings are cached under data/bench_retrieval (CANDLEFIRE_BENCH_DIR); each part
 keeps its latest figures there, so a run of one part does not drop the others.
 """
@@ -28,6 +29,7 @@ from benchmarks.retrieval_data import (
 )
 from benchmarks.retrieval_data import embed_cached as cached
 from benchmarks.retrieval_layouts import compare
+from benchmarks.retrieval_qdrant import qdrant_part
 from benchmarks.retrieval_stores import (
     BACKENDS,
     embedded_postgres,
@@ -49,12 +51,14 @@ from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
 
 logger = logging.getLogger("bench_retrieval")
-PARTS = ("quality", "latency", "sweep", "layouts")
+PARTS = ("quality", "latency", "sweep", "layouts", "qdrant")
+DEFAULT_PARTS = PARTS[:-1]
 TITLES = {
     "quality": "### Quality (SciFact)",
     "latency": f"### Latency ({LATENCY_CHUNKS:,} chunks)",
     "sweep": f"### Per-stage ANN effort ({LATENCY_CHUNKS:,} chunks)",
     "layouts": f"### vector / halfvec / binary quantization ({LATENCY_CHUNKS:,} chunks)",
+    "qdrant": "### Qdrant beside pgvector and Chroma (one run)",
 }
 
 
@@ -162,16 +166,20 @@ def layouts_part(embedder, dsn: str, args) -> list[str]:
     return lines
 
 
-RUNNERS = {"quality": quality, "latency": latency, "sweep": sweep_part, "layouts": layouts_part}
+RUNNERS = {
+    "quality": quality, "latency": latency, "sweep": sweep_part, "layouts": layouts_part,
+    "qdrant": qdrant_part,
+}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--parts", default=",".join(PARTS))
+    parser.add_argument("--parts", default=",".join(DEFAULT_PARTS))
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--sweep-requests", dest="sweep", type=int, default=200)
     parser.add_argument("--no-builds", action="store_true", help="skip HNSW builds by size")
     parser.add_argument("--rebuild", action="store_true", help="first-build every layout table")
+    parser.add_argument("--qdrant-requests", dest="qdrant_requests", type=int, default=13)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]

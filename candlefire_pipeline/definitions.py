@@ -7,7 +7,7 @@ from candlefire_pipeline.defs.executor import pipeline_executor
 from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
 from candlefire_pipeline.defs.ingest_assets import chunks, embeddings, papers
 from candlefire_pipeline.defs.jobs import ingest_job, parity_job
-from candlefire_pipeline.defs.parity_assets import parity_report, serving_backend
+from candlefire_pipeline.defs.parity_assets import build_parity_report, serving_backend
 from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.resources import build_resources
 from candlefire_pipeline.defs.schedules import parity_refresh_schedule, pubmed_fetch_schedule
@@ -24,7 +24,7 @@ defs = dg.Definitions(
         chunks,
         embeddings,
         *store_assets(settings.stores),
-        parity_report,
+        build_parity_report(settings.stores),
         serving_backend,
     ],
     asset_checks=[*build_store_checks(settings.stores), *parity_checks],

@@ -1,59 +1,117 @@
 """parity_report and the serving_backend switch it gates (the decision lives in operations/)."""
 
+import base64
+from collections.abc import Sequence
+from pathlib import Path
+
 import dagster as dg
 
-from candlefire_pipeline.defs.automation import DECIDE_AFTER_PARITY, PARITY_AFTER_NEW_PARTITIONS
-from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
-from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.backends.factory import STORE_NAMES
+from candlefire_pipeline.defs.automation import DECIDE_AFTER_PARITY, parity_after_new_partitions
+from candlefire_pipeline.defs.resources import (
+    ChromaResource,
+    PgVectorResource,
+    PipelineResource,
+    QdrantResource,
+)
+from candlefire_pipeline.defs.store_assets import STORE_ASSETS
 from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
-from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
+from candlefire_pipeline.operations.parity import (
+    GATED_STORES,
+    latest_evaluation,
+    open_stores,
+    run_report,
+)
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.parity.gates import failed, gate_table_markdown, gates_from_dicts
+from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report_markdown import plots_section
+
+PARITY_REPORT = dg.AssetKey("parity_report")
 
 
-@dg.asset(
-    group_name="parity",
-    kinds={"python"},
-    deps=[pgvector_chunks, chroma_chunks],
-    automation_condition=PARITY_AFTER_NEW_PARTITIONS,
-    description=(
-        "The committed query set through the full retriever (entity, keyword and semantic "
-        "search, RRF, rerank, boost) on Chroma, pgvector and the exact in-memory oracle: top-15 "
-        "overlap, grounding agreement, latency, ANN recall, evidence and freshness. Its blocking "
-        "checks are the gates of the flip; `gates` below shows them, `report` the whole report."
-    ),
-)
-def parity_report(
-    context: dg.AssetExecutionContext,
-    pipeline: PipelineResource,
-    pgvector: PgVectorResource,
-    chroma: ChromaResource,
-) -> dg.MaterializeResult:
-    settings = pipeline.settings()
-    with open_stores(pgvector=pgvector, chroma=chroma) as stores:
-        report = run_report(settings, pipeline.query_embedder(), stores)
-    json_path, md_path = report.write(settings.reports_dir)
-    headline = report.headline()
-    context.log.info("parity: " + ", ".join(f"{k}={v:.3f}" for k, v in sorted(headline.items())))
-    return dg.MaterializeResult(
-        metadata={
-            "report_id": report.report_id,
-            # short enough for the asset page to show inline (the whole report is behind a link)
-            "gates": dg.MetadataValue.md(gate_table_markdown(gates_from_dicts(report.gates))),
-            "report": dg.MetadataValue.md(report.to_markdown()),
-            "failed_gates": ", ".join(failed(gates_from_dicts(report.gates))) or "none",
-            "json_path": dg.MetadataValue.path(str(json_path)),
-            "markdown_path": dg.MetadataValue.path(str(md_path)),
-            **{k: dg.MetadataValue.float(float(v)) for k, v in headline.items()},
-        }
+def data_uri(path: Path) -> str:
+    """A PNG as a data: URI: the Dagster UI's markdown renderer allows data: image sources (and
+    serves no files of ours), so this is how a plot shows on the asset page."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def plots_markdown(report: ParityReport, reports_dir: Path) -> str:
+    """The report's plots as markdown images the UI renders inline (data: URIs)."""
+    lines = plots_section(report, lambda name: data_uri(reports_dir / name))
+    return "\n".join(lines) if lines else "No plots: the report has no query timings."
+
+
+def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
+    """parity_report over the fed stores (deps); only the gated pair's checks hold its refresh."""
+
+    @dg.asset(
+        name=PARITY_REPORT.path[-1],
+        group_name="parity",
+        kinds={"python"},
+        deps=[STORE_ASSETS[name] for name in stores],
+        automation_condition=parity_after_new_partitions([STORE_ASSETS[s] for s in GATED_STORES]),
+        description=(
+            "The committed query set through the full retriever (entity, keyword and semantic "
+            "search, RRF, rerank, boost) on every fed store and the exact in-memory oracle: one "
+            "column per store (top-15 overlap, grounding and keyword agreement, ANN recall, "
+            "p50/p95) and Chroma vs pgvector, whose blocking checks are the gates of the flip. "
+            "Evaluated stores (Qdrant) never block it. `gates` shows the gates, `plots` the "
+            "latency and overlap plots, `report` the whole report."
+        ),
     )
+    def parity_report(
+        context: dg.AssetExecutionContext,
+        pipeline: PipelineResource,
+        pgvector: PgVectorResource,
+        chroma: ChromaResource,
+        qdrant: QdrantResource,
+    ) -> dg.MaterializeResult:
+        settings = pipeline.settings()
+        resources = {"pgvector": pgvector, "chroma": chroma, "qdrant": qdrant}
+        with open_stores(**{name: resources[name] for name in settings.stores}) as opened:
+            report = run_report(settings, pipeline.query_embedder(), opened)
+        json_path, md_path = report.write(settings.reports_dir)
+        headline = report.headline()
+        context.log.info(
+            "parity: " + ", ".join(f"{k}={v:.3f}" for k, v in sorted(headline.items()))
+        )
+        for store, why in report.unavailable.items():
+            context.log.warning(f"{store} was not evaluated (it does not block the flip): {why}")
+        return dg.MaterializeResult(metadata=_report_metadata(report, json_path, md_path))
+
+    return parity_report
+
+
+def _report_metadata(report: ParityReport, json_path: Path, md_path: Path) -> dict:
+    gates = gates_from_dicts(report.gates)
+    return {
+        "report_id": report.report_id,
+        # short enough for the asset page to show inline (the whole report is behind a link)
+        "gates": dg.MetadataValue.md(gate_table_markdown(gates)),
+        "failed_gates": ", ".join(failed(gates)) or "none",
+        "stores": ", ".join(f"{s} ({report.role(s)})" for s in report.stores()),
+        "diverging_stores": ", ".join(report.diverging_stores()) or "none",
+        "unavailable_stores": ", ".join(report.unavailable) or "none",
+        "plots": dg.MetadataValue.md(plots_markdown(report, md_path.parent)),
+        "report": dg.MetadataValue.md(
+            report.to_markdown(image_link=lambda name: data_uri(md_path.parent / name))
+        ),
+        "json_path": dg.MetadataValue.path(str(json_path)),
+        "markdown_path": dg.MetadataValue.path(str(md_path)),
+        **{k: dg.MetadataValue.float(float(v)) for k, v in report.headline().items()},
+    }
+
+
+#: Every known store: what the tests materialize. definitions.py builds it for the fed stores.
+parity_report = build_parity_report(STORE_NAMES)
 
 
 @dg.asset(
     group_name="parity",
     kinds={"postgres"},
-    deps=[parity_report],
+    deps=[PARITY_REPORT],
     pool=POSTGRES_POOL,
     automation_condition=DECIDE_AFTER_PARITY,
     description=(

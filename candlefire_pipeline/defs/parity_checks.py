@@ -2,14 +2,14 @@
 
 import dagster as dg
 
-from candlefire_pipeline.defs.parity_assets import parity_report
+from candlefire_pipeline.defs.parity_assets import PARITY_REPORT
 from candlefire_pipeline.defs.resources import PipelineResource
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.parity.gates import GATES
 
 
 def _gate_check(gate_name: str, description: str):
-    @dg.asset_check(asset=parity_report, name=gate_name, blocking=True, description=description)
+    @dg.asset_check(asset=PARITY_REPORT, name=gate_name, blocking=True, description=description)
     def _check(pipeline: PipelineResource) -> dg.AssetCheckResult:
         report, gates = latest_evaluation(pipeline.settings())
         if report is None:

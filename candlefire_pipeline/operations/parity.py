@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,11 +24,19 @@ from candlefire_pipeline.settings import ParityThresholds, Settings
 
 log = logging.getLogger(__name__)
 
+#: The pair the gates compare and serving flips between; every other fed store (Settings.stores,
+#: e.g. qdrant) gets its own column against the oracle and never blocks the flip.
 REFERENCE, CANDIDATE, ORACLE = "chroma", "pgvector", "memory"
-#: The stores a report runs the retriever on, in the CLI and in Dagster alike. Other fed stores
-#: (Settings.stores, e.g. qdrant) are in the ledger and the oracle but get no column yet.
-PARITY_STORES = (REFERENCE, CANDIDATE)
+GATED_STORES = (REFERENCE, CANDIDATE)
 LISTED_DIFF_IDS = 10  # chunk ids listed per kind in a report's ledger comparison
+
+
+class OpenedStores(dict):
+    """store name -> open backend, and the evaluated stores that could not be opened (why)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unavailable: dict[str, str] = {}
 
 
 def build_oracle(
@@ -47,24 +55,45 @@ def build_oracle(
     return oracle
 
 
+def _open_into(
+    opened: OpenedStores, stack: ExitStack, name: str, opener: Callable[[], AbstractContextManager]
+) -> None:
+    """Open one store; an evaluated store that cannot be opened is noted, never fatal."""
+    try:
+        opened[name] = stack.enter_context(opener())
+    except Exception as exc:
+        if name in GATED_STORES:
+            raise
+        log.warning("parity: evaluated store %s unavailable, left out: %s", name, exc)
+        opened.unavailable[name] = f"{type(exc).__name__}: {exc}"
+
+
 @contextmanager
-def open_stores(**resources) -> Iterator[dict[str, VectorBackend]]:
+def open_stores(**resources) -> Iterator[OpenedStores]:
     """Open each store resource (anything with .open()) under its store name; closes them all."""
     with ExitStack() as stack:
-        yield {name: stack.enter_context(resource.open()) for name, resource in resources.items()}
+        opened = OpenedStores()
+        for name, resource in resources.items():
+            _open_into(opened, stack, name, resource.open)
+        yield opened
 
 
 @contextmanager
-def open_named_stores(settings: Settings) -> Iterator[dict[str, VectorBackend]]:
-    """The stores a report compares, opened from settings (the CLI's way); closes them all."""
-    opened: dict[str, VectorBackend] = {}
+def _closing(backend: VectorBackend) -> Iterator[VectorBackend]:
     try:
-        for name in PARITY_STORES:
-            opened[name] = open_backend(name, settings)
-        yield opened
+        yield backend
     finally:
-        for backend in opened.values():
-            backend.close()
+        backend.close()
+
+
+@contextmanager
+def open_named_stores(settings: Settings) -> Iterator[OpenedStores]:
+    """Every fed store (Settings.stores) opened from settings (the CLI's way); closes them all."""
+    with ExitStack() as stack:
+        opened = OpenedStores()
+        for name in settings.stores:
+            _open_into(opened, stack, name, lambda n=name: _closing(open_backend(n, settings)))
+        yield opened
 
 
 def _ledger_diff(expected: dict[str, str], backend: VectorBackend) -> dict:
@@ -95,7 +124,17 @@ def run_report(
     for extra in query_files:
         queries += load_queries(extra)
     expected = expected_chunks(settings.batches_dir, keys)
-    store_diffs = {name: _ledger_diff(expected, backend) for name, backend in stores.items()}
+    unavailable = dict(getattr(stores, "unavailable", {}))
+    stores = dict(stores)
+    store_diffs = {}
+    for name, backend in list(stores.items()):
+        try:
+            store_diffs[name] = _ledger_diff(expected, backend)
+        except Exception as exc:
+            if name in GATED_STORES:
+                raise
+            unavailable[name] = f"{type(exc).__name__}: {exc}"
+            del stores[name]
     backends = {**stores, ORACLE: build_oracle(settings, embedder, keys)}
     reranker = load_reranker(settings.retrieval.reranker_model)
     retrievers = {
@@ -107,7 +146,8 @@ def run_report(
     )
     report.started_at = started.isoformat()
     report.ledger = {"read_at": started.isoformat(), "applied": ledger}
-    report.store_diffs = store_diffs
+    report.store_diffs = {n: d for n, d in store_diffs.items() if n in report.backends}
+    report.unavailable = {**unavailable, **report.unavailable}
     record_evaluation(report, evaluate_report(settings, report), settings.parity)
     return report
 

@@ -21,16 +21,18 @@ Ledger = dict[str, dict[str, float]]
 GATES: dict[str, str] = {
     "report_is_fresh": "The report ran on the current ledger: no batch was applied to any store "
     "after the report read the ledger (unknown or empty ledger = FAIL).",
-    "corpus_size": "Every store holds at least the minimum number of chunks (empty = FAIL).",
-    "queries_with_results": "At least the minimum number of queries return results on every store.",
+    "corpus_size": "Reference and candidate hold at least the minimum number of chunks "
+    "(empty = FAIL).",
+    "queries_with_results": "At least the minimum number of queries return results on the "
+    "reference, the candidate and the oracle.",
     "grounding_agreement": "Grounding booleans agree on at least the threshold share of checks "
     "(zero checks = FAIL).",
     "mean_overlap": "Mean top-15 PMID overlap with the reference is at least the threshold.",
     "p95_ratio": "Candidate store-side p95 latency is at most the threshold times the reference's.",
     "ann_recall": "Candidate ANN recall@15 against the exact oracle is at least the threshold.",
     "chunk_counts_equal": "Reference and candidate hold the same chunk ids with the same content.",
-    "stores_hold_current_versions": "Every store holds exactly the ledger's current version of "
-    "every paper (the chunk ids and content hashes of the batches applied).",
+    "stores_hold_current_versions": "Reference and candidate hold exactly the ledger's current "
+    "version of every paper (the chunk ids and content hashes of the batches applied).",
 }
 
 
@@ -69,8 +71,14 @@ def evaluate_gates(
 
 
 def stores_of(report: ParityReport) -> list[str]:
-    """The persistent stores a report compared (every backend except the oracle)."""
-    return [b for b in report.backends if b != report.oracle]
+    """The stores the gates judge: reference and candidate. Evaluated stores (e.g. Qdrant) have
+    their own column in the report but never pass or fail a gate."""
+    return [report.reference, report.candidate]
+
+
+def _answering(report: ParityReport) -> list[str]:
+    """The backends that must answer a query for it to count: the gated stores and the oracle."""
+    return [b for b in report.backends if b not in report.evaluated_stores()]
 
 
 def freshness(report: ParityReport, ledger_now: Ledger | None) -> GateResult:
@@ -116,12 +124,12 @@ def _corpus_size(report: ParityReport, thresholds: ParityThresholds) -> GateResu
 
 
 def _queries_with_results(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
-    answered = sum(all(row.top.get(b) for b in report.backends) for row in report.queries)
+    backends = _answering(report)
+    answered = sum(all(row.top.get(b) for b in backends) for row in report.queries)
     return GateResult(
         "queries_with_results", answered >= thresholds.min_queries_with_results, float(answered),
         float(thresholds.min_queries_with_results),
-        f"{answered} of {len(report.queries)} queries return results on "
-        f"{', '.join(report.backends)}",
+        f"{answered} of {len(report.queries)} queries return results on {', '.join(backends)}",
     )  # fmt: skip
 
 

@@ -1,9 +1,11 @@
-"""Dual-read validation: the same queries through the full retriever on every backend.
+"""Dual-read validation: the same queries through the full retriever on every store.
 
-Reference (Chroma, what serves today) and candidate (pgvector) are compared query by query;
-the exact in-memory oracle tells an approximate-search miss from a real disagreement and gives
-each backend's ANN recall. Every disagreement is listed with the cause it was traced to
-(parity/tracing.py).
+Reference (Chroma, what serves today) and candidate (pgvector) are compared query by query:
+that comparison is what the gates judge. Every store, those two and any evaluated one (Qdrant),
+is also compared with the exact in-memory oracle, which tells an approximate-search miss from a
+real disagreement and gives each store its own column. Every disagreement is listed with the
+cause it was traced to (parity/tracing.py). An evaluated store that fails is left out of the run
+with the reason; it never fails the report.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
-from candlefire_pipeline.parity import metrics
+from candlefire_pipeline.parity import columns, metrics
 from candlefire_pipeline.parity.queries import ParityQuery
 from candlefire_pipeline.parity.report import Divergence, ParityReport, QueryRow
 from candlefire_pipeline.parity.tracing import (
@@ -31,6 +33,31 @@ log = logging.getLogger(__name__)
 TOP_K = 15
 
 
+class _Run:
+    """The backends still in a run, and the evaluated ones that dropped out (with why)."""
+
+    def __init__(self, retrievers: Mapping[str, Retriever], gated: set[str]) -> None:
+        self.retrievers = dict(retrievers)
+        self.gated = gated
+        self.unavailable: dict[str, str] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.retrievers)
+
+    def guarded(self, name: str, call: Callable[[], object]) -> tuple[bool, object]:
+        """(True, result), or (False, None) when an evaluated store failed and was dropped."""
+        if name in self.gated:
+            return True, call()
+        try:
+            return True, call()
+        except Exception as exc:  # noqa: BLE001 - any failure of an evaluated store drops it
+            log.warning("evaluated store %s left out of the parity run: %s", name, exc)
+            self.unavailable[name] = f"{type(exc).__name__}: {exc}"
+            self.retrievers.pop(name, None)
+            return False, None
+
+
 def run_parity(
     retrievers: Mapping[str, Retriever],
     queries: Sequence[ParityQuery],
@@ -39,11 +66,12 @@ def run_parity(
     oracle: str | None = "memory",
     top_k: int = TOP_K,
 ) -> ParityReport:
-    """Run every query through retrieve() on every backend and compare candidate to reference.
+    """Run every query through retrieve() on every backend; compare candidate to reference and
+    every store to the oracle.
 
-    The oracle is optional (None or absent skips ANN recall and ann_miss tracing). One untimed
-    warm-up retrieve per backend keeps connection setup out of the latency figures; the backend
-    order rotates per query so no backend always runs on a cold cache.
+    The oracle is optional (None or absent skips ANN recall, the store columns' agreement and
+    ann_miss tracing). One untimed warm-up retrieve per backend keeps connection setup out of
+    the latency figures; the backend order rotates per query so no backend always runs cold.
     """
     for name in (reference, candidate):
         if name not in retrievers:
@@ -55,29 +83,29 @@ def run_parity(
     ids = [q.id for q in queries]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate query ids: {sorted({i for i in ids if ids.count(i) > 1})}")
-    names = list(retrievers)
-    chunk_counts = {name: retrievers[name].backend.count() for name in names}
+    run = _Run(retrievers, {reference, candidate} | ({oracle} if oracle else set()))
+    chunk_counts = {}
+    for name in run.names:
+        ok, count = run.guarded(name, retrievers[name].backend.count)
+        if ok:
+            chunk_counts[name] = count
     inventory, inventory_divergences, ctx = compare_inventory(
         retrievers, reference, candidate, oracle
     )
-    _warm_up(retrievers, queries[0])
+    comparisons = _start_comparisons(run, oracle)
+    for name in run.names:
+        run.guarded(name, lambda r=run.retrievers[name]: _warm_up(r, queries[0]))
     rows, divergences = [], []
-    latencies: dict[str, list[float]] = {name: [] for name in names}
-    store_latencies: dict[str, list[float]] = {name: [] for name in names}
     for position, query in enumerate(queries):
-        order = names[position % len(names) :] + names[: position % len(names)]
-        runs, seconds = {}, {}
-        for name in order:
-            started = time.perf_counter()
-            runs[name] = retrievers[name].retrieve(query.text, query.entities, query.terms)
-            seconds[name] = time.perf_counter() - started
+        runs, seconds = _retrieve_all(run, query, position)
         row, found = _compare(ctx, query, runs, seconds, top_k)
-        for name in names:
-            latencies[name].append(row.latency_ms[name])
-            store_latencies[name].append(row.store_ms[name])
+        _compare_with_oracle(run, comparisons, row, query, runs, top_k)
         rows.append(row)
         divergences += found
     divergences += inventory_divergences
+    names = run.names
+    _forget(rows, run.unavailable)
+    store_divergences = {s: c.divergences for s, c in comparisons.items() if s in names}
     created = datetime.now(UTC)
     report = ParityReport(
         report_id=created.strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8],
@@ -87,18 +115,50 @@ def run_parity(
         oracle=oracle,
         backends=names,
         queries=rows,
-        aggregates=_aggregates(rows, queries, latencies, store_latencies, divergences, oracle),
+        aggregates=_aggregates(rows, queries, divergences, oracle, names, store_divergences),
         divergences=divergences,
-        chunk_counts=chunk_counts,
+        chunk_counts={n: c for n, c in chunk_counts.items() if n in names},
         inventory=inventory,
+        store_divergences=store_divergences,
+        unavailable=run.unavailable,
     )
     log.info("parity report %s: %s", report.report_id, report.headline())
     return report
 
 
-def _warm_up(retrievers: Mapping[str, Retriever], query: ParityQuery) -> None:
-    for retriever in retrievers.values():
-        retriever.retrieve(query.text, query.entities, query.terms)
+def _start_comparisons(run: _Run, oracle: str | None) -> dict[str, columns.OracleComparison]:
+    if oracle is None:
+        return {}
+    out = {}
+    for store in [n for n in run.names if n != oracle]:
+        ok, comparison = run.guarded(
+            store, lambda s=store: columns.start_comparison(run.retrievers, oracle, s)
+        )
+        if ok:
+            out[store] = comparison
+    return out
+
+
+def _warm_up(retriever: Retriever, query: ParityQuery) -> None:
+    retriever.retrieve(query.text, query.entities, query.terms)
+
+
+def _retrieve_all(
+    run: _Run, query: ParityQuery, position: int
+) -> tuple[dict[str, Retrieval], dict[str, float]]:
+    names = run.names
+    order = names[position % len(names) :] + names[: position % len(names)]
+    runs, seconds = {}, {}
+    for name in order:
+        retriever = run.retrievers[name]
+        started = time.perf_counter()
+        ok, answer = run.guarded(
+            name, lambda r=retriever: r.retrieve(query.text, query.entities, query.terms)
+        )
+        if ok:
+            seconds[name] = time.perf_counter() - started
+            runs[name] = answer
+    return runs, seconds
 
 
 def _compare(
@@ -129,40 +189,71 @@ def _compare(
             name: max(seconds[name] - run.timings.get("embed", 0.0), 0.0) * 1000.0
             for name, run in runs.items()
         },
-        ann_recall=_ann_recall(ctx, query, top_k),
+        stage_ms={name: columns.stage_ms(run) for name, run in runs.items()},
     )
     return row, top + keyword + grounding
 
 
-def _ann_recall(ctx: TraceContext, query: ParityQuery, k: int) -> dict[str, float]:
-    """Chunk-level recall@k of each backend's semantic search against the oracle's exact top-k."""
-    if ctx.oracle is None:
-        return {}
-    oracle = ctx.retrievers[ctx.oracle]
-    vector = oracle.embedder.embed([query.text])[0][None, :]
-    exact = [r["chunk_id"] for r in oracle.backend.semantic_candidates(vector, k)[0]]
-    return {
-        name: metrics.recall(
-            [r["chunk_id"] for r in retriever.backend.semantic_candidates(vector, k)[0]], exact
+def _compare_with_oracle(
+    run: _Run,
+    comparisons: dict[str, columns.OracleComparison],
+    row: QueryRow,
+    query: ParityQuery,
+    runs: dict[str, Retrieval],
+    top_k: int,
+) -> None:
+    """Each store's agreement with the oracle and its ANN recall, into the row."""
+    if not comparisons:
+        return
+    oracle = next(iter(comparisons.values())).ctx.reference
+    exact = _exact_top(run.retrievers[oracle], query, top_k)
+    for store, comparison in comparisons.items():
+        if store not in runs or store not in run.retrievers:
+            continue
+        ok, agreement = run.guarded(
+            store, lambda c=comparison: columns.compare_query(c, query, runs, top_k)
         )
-        for name, retriever in ctx.retrievers.items()
-        if name != ctx.oracle
-    }
+        if ok:
+            ok, recall = run.guarded(store, lambda s=store: _ann_recall(run, s, exact))
+        if ok:
+            row.vs_oracle[store], row.ann_recall[store] = agreement, recall
+
+
+def _exact_top(oracle: Retriever, query: ParityQuery, k: int) -> tuple:
+    vector = oracle.embedder.embed([query.text])[0][None, :]
+    return vector, [r["chunk_id"] for r in oracle.backend.semantic_candidates(vector, k)[0]]
+
+
+def _ann_recall(run: _Run, store: str, exact: tuple) -> float:
+    """Chunk-level recall@k of the store's semantic search against the oracle's exact top-k."""
+    vector, wanted = exact
+    found = run.retrievers[store].backend.semantic_candidates(vector, len(wanted) or 1)[0]
+    return metrics.recall([r["chunk_id"] for r in found], wanted)
+
+
+def _forget(rows: list[QueryRow], unavailable: Mapping[str, str]) -> None:
+    """Take stores that dropped out mid-run out of every row (a column is all or nothing)."""
+    for row in rows:
+        for table in (row.top, row.latency_ms, row.store_ms, row.stage_ms, row.vs_oracle,
+                      row.ann_recall):  # fmt: skip
+            for name in unavailable:
+                table.pop(name, None)
 
 
 def _aggregates(
     rows: list[QueryRow],
     queries: Sequence[ParityQuery],
-    latencies: dict[str, list[float]],
-    store_latencies: dict[str, list[float]],
     divergences: list[Divergence],
     oracle: str | None,
+    names: list[str],
+    store_divergences: dict[str, list[Divergence]],
 ) -> dict:
     """Run-level figures; agreement ratios are 1.0 when there was nothing to compare."""
     mismatches = sum(d.field == "grounding" for d in divergences)
     checks = sum(2 * len(set(q.terms)) for q in queries)  # corpus + abstract per distinct term
     overlaps = [row.overlap for row in rows]
     with_terms = [row for row, q in zip(rows, queries, strict=True) if q.terms]
+    stores = [n for n in names if n != oracle]
     return {
         "queries": len(rows),
         "mean_overlap": metrics.mean(overlaps),
@@ -177,21 +268,29 @@ def _aggregates(
         "keyword_agreement": (
             metrics.mean([float(row.keyword_equal) for row in with_terms]) if with_terms else 1.0
         ),
-        "latency_ms": _latency_stats(latencies),
-        "store_latency_ms": _latency_stats(store_latencies),
+        "latency_ms": _latency_stats(rows, names, "latency_ms"),
+        "store_latency_ms": _latency_stats(rows, names, "store_ms"),
+        "stage_latency_ms": columns.stage_latency(rows, names),
         "ann_recall": {
             name: metrics.mean([row.ann_recall[name] for row in rows])
-            for name in (rows[0].ann_recall if oracle else {})
+            for name in stores
+            if oracle and all(name in row.ann_recall for row in rows)
         },
         "divergences_by_kind": {
             kind: sum(d.kind == kind for d in divergences)
             for kind in sorted({d.kind for d in divergences})
         },
+        "stores": {
+            store: columns.store_column(store, rows, queries, store_divergences.get(store))
+            for store in stores
+        },
     }
 
 
-def _latency_stats(latencies: dict[str, list[float]]) -> dict[str, dict[str, float]]:
-    return {
-        name: {"p50": metrics.p50(v), "p95": metrics.p95(v), "mean": metrics.mean(v)}
-        for name, v in latencies.items()
-    }
+def _latency_stats(rows: list[QueryRow], names: list[str], attr: str) -> dict[str, dict]:
+    out = {}
+    for name in names:
+        values = [getattr(row, attr)[name] for row in rows]
+        out[name] = {"p50": metrics.p50(values), "p95": metrics.p95(values),
+                     "mean": metrics.mean(values)}  # fmt: skip
+    return out

@@ -1,4 +1,4 @@
-"""The parity report (JSON + Markdown on disk): figures, divergences and the gates it passed."""
+"""The parity report (JSON + Markdown + PNG plots on disk): figures, divergences, the gates."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from candlefire_pipeline.fsutil import write_atomic
-from candlefire_pipeline.parity.gates import gate_table_markdown, gates_from_dicts
+from candlefire_pipeline.parity.report_markdown import report_markdown
 
 DIVERGENCE_KINDS = ("case", "short_term", "missing_chunk", "ann_miss", "order", "other")
 REPORT_GLOB = "parity-*.json"
+#: The roles a store plays in a report: the gates compare reference and candidate only.
+REFERENCE_ROLE, CANDIDATE_ROLE, EVALUATED_ROLE = "reference", "candidate", "evaluated"
 
 
 @dataclass
@@ -29,11 +31,14 @@ class QueryRow:
     latency_ms: dict[str, float]  # the whole retrieve() call
     store_ms: dict[str, float] = field(default_factory=dict)  # latency_ms minus query embedding
     ann_recall: dict[str, float] = field(default_factory=dict)
+    stage_ms: dict[str, dict[str, float]] = field(default_factory=dict)  # backend -> stage -> ms
+    #: store -> {"overlap": float, "grounding_equal": bool, "keyword_equal": bool} vs the oracle
+    vs_oracle: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
 class Divergence:
-    """One disagreement between reference and candidate, with the cause it was traced to."""
+    """One disagreement between two backends, with the cause it was traced to."""
 
     kind: str  # one of DIVERGENCE_KINDS
     field: str  # "top15" | "keyword" | "grounding" | "inventory"
@@ -55,7 +60,7 @@ class ParityReport:
     backends: list[str]
     queries: list[QueryRow]
     aggregates: dict
-    divergences: list[Divergence]
+    divergences: list[Divergence]  # reference vs candidate: what the gates judge
     chunk_counts: dict[str, int]
     inventory: dict = field(default_factory=dict)  # reference-vs-candidate chunk_hashes diff
     # what the run saw and how it was judged (operations/parity.py fills these in)
@@ -64,6 +69,39 @@ class ParityReport:
     store_diffs: dict = field(default_factory=dict)  # store -> missing/orphaned/stale vs ledger
     thresholds: dict = field(default_factory=dict)  # the ParityThresholds the gates used
     gates: list[dict] = field(default_factory=list)  # GateResult dicts at creation time
+    #: store -> its divergences from the exact oracle (every store, gated or evaluated)
+    store_divergences: dict[str, list[Divergence]] = field(default_factory=dict)
+    #: evaluated stores left out of this run, with why (unreachable, failed mid-run)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    #: plot kind -> PNG file name beside the markdown (parity/plots.py)
+    plots: dict[str, str] = field(default_factory=dict)
+
+    # roles ------------------------------------------------------------------------
+    def stores(self) -> list[str]:
+        """Every store the run compared (the backends without the oracle), gated ones first."""
+        compared = [b for b in self.backends if b != self.oracle]
+        return sorted(compared, key=lambda s: (s not in self.gated_stores(), s != self.reference))
+
+    def gated_stores(self) -> list[str]:
+        """The stores the gates and the flip compare: reference and candidate."""
+        return [self.reference, self.candidate]
+
+    def evaluated_stores(self) -> list[str]:
+        """Stores that are compared with the oracle but never served nor gated."""
+        return [b for b in self.stores() if b not in self.gated_stores()]
+
+    def role(self, store: str) -> str:
+        if store == self.reference:
+            return REFERENCE_ROLE
+        return CANDIDATE_ROLE if store == self.candidate else EVALUATED_ROLE
+
+    def store_column(self, store: str) -> dict:
+        """The store's figures against the oracle ({} for a report from before N stores)."""
+        return self.aggregates.get("stores", {}).get(store, {})
+
+    def diverging_stores(self) -> list[str]:
+        """Stores whose answers differ from the exact oracle's in any traced way."""
+        return [s for s in self.stores() if self.store_column(s).get("divergences")]
 
     # numbers ----------------------------------------------------------------------
     def latency(self, backend: str, stat: str, store_only: bool = False) -> float:
@@ -97,6 +135,12 @@ class ParityReport:
             out[f"p95_store_ms_{backend}"] = self.latency(backend, "p95", store_only=True)
         for backend, value in agg.get("ann_recall", {}).items():
             out[f"ann_recall_{backend}"] = float(value)
+        for store in self.stores():
+            column = self.store_column(store)
+            if column.get("mean_overlap") is not None:
+                out[f"oracle_overlap_{store}"] = float(column["mean_overlap"])
+            if column:
+                out[f"oracle_divergences_{store}"] = float(column["divergences"])
         return out
 
     # serialization ----------------------------------------------------------------
@@ -108,45 +152,30 @@ class ParityReport:
 
     @classmethod
     def from_dict(cls, data: dict) -> ParityReport:
+        """A report from its JSON, including one written before a field existed (defaults)."""
         values = dict(data)
         values["queries"] = [QueryRow(**row) for row in data["queries"]]
         values["divergences"] = [Divergence(**d) for d in data["divergences"]]
+        values["store_divergences"] = {
+            store: [Divergence(**d) for d in found]
+            for store, found in data.get("store_divergences", {}).items()
+        }
         return cls(**values)
 
-    def to_markdown(self) -> str:
-        """Headline table, the recorded gate table with its thresholds, per-query table and the
-        divergence list."""
-        return "\n".join(
-            [
-                f"# Parity report {self.report_id}",
-                "",
-                f"Created {self.created_at}. Reference `{self.reference}`, candidate "
-                f"`{self.candidate}`, oracle `{self.oracle or '-'}`; {len(self.queries)} queries. "
-                "Chunks: " + ", ".join(f"{b} {n}" for b, n in self.chunk_counts.items()) + ".",
-                "",
-                *_table(("metric", "value"), [(k, f"{v:.4g}") for k, v in self.headline().items()]),
-                "",
-                "## Gates",
-                "",
-                *_gates_section(self),
-                "",
-                "## Queries",
-                "",
-                *_query_table(self),
-                "",
-                f"## Divergences ({len(self.divergences)})",
-                "",
-                *_divergence_table(self.divergences),
-                "",
-            ]
-        )
+    def to_markdown(self, image_link=None) -> str:
+        """The report page; image_link(file name) -> link target (default: the relative file)."""
+        return report_markdown(self, image_link or (lambda name: name))
 
     def write(self, reports_dir: Path) -> tuple[Path, Path]:
-        """Write parity-<id>.json and .md atomically; return (json_path, md_path)."""
+        """Write the plots, parity-<id>.md and .json atomically; return (json_path, md_path)."""
+        # matplotlib loads only when a report is written (status and the reader never plot)
+        from candlefire_pipeline.parity.plots import write_plots
+
         reports_dir = Path(reports_dir)
         reports_dir.mkdir(parents=True, exist_ok=True)
+        self.plots = write_plots(self, reports_dir)
         md_path = write_atomic(reports_dir / f"parity-{self.report_id}.md", self.to_markdown())
-        # JSON last: load_latest only sees a report once both files exist.
+        # JSON last: load_latest only sees a report once every file it names exists.
         json_path = write_atomic(reports_dir / f"parity-{self.report_id}.json", self.to_json())
         return json_path, md_path
 
@@ -157,50 +186,3 @@ def load_latest(reports_dir: Path) -> ParityReport | None:
     if not paths:
         return None
     return ParityReport.from_dict(json.loads(paths[-1].read_text(encoding="utf-8")))
-
-
-def _cell(value: object) -> str:
-    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-
-
-def _gates_section(report: ParityReport) -> list[str]:
-    if not report.gates:
-        return ["Not evaluated: this report was not produced by a parity run; it cannot flip."]
-    thresholds = ", ".join(f"{k} {v:g}" for k, v in sorted(report.thresholds.items()))
-    return [
-        f"Thresholds used: {thresholds}. Freshness is checked again against the ledger whenever "
-        "the report is used (blocking checks, `candlefire status`, the switch).",
-        "",
-        gate_table_markdown(gates_from_dicts(report.gates)),
-    ]
-
-
-def _query_table(report: ParityReport) -> list[str]:
-    header = ("query", "overlap", "jaccard", "rbo", "grounding", "keywords") + tuple(
-        f"{b} ms" for b in report.backends
-    )
-    rows = [
-        (
-            row.query_id, f"{row.overlap:.3f}", f"{row.jaccard:.3f}", f"{row.rbo:.3f}",
-            "=" if row.grounding_equal else "DIFF", "=" if row.keyword_equal else "DIFF",
-            *(f"{row.latency_ms[b]:.1f}" for b in report.backends),
-        )
-        for row in report.queries
-    ]  # fmt: skip
-    return _table(header, rows)
-
-
-def _divergence_table(divergences: list[Divergence]) -> list[str]:
-    if not divergences:
-        return ["None: every compared result agrees."]
-    rows = [
-        (d.query_id or "-", d.kind, d.field, d.pmid or d.term or "-", d.chunk_id or "-",
-         d.present_in or "-", d.detail)
-        for d in divergences
-    ]  # fmt: skip
-    return _table(("query", "kind", "field", "pmid/term", "chunk", "present in", "detail"), rows)

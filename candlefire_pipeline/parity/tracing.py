@@ -109,6 +109,10 @@ def _oracle_side(
     term and chunk causes are ruled out): the other side's approximate search lost or gained it."""
     if ctx.oracle is None:
         return "other", "no oracle to arbitrate"
+    if ctx.oracle in (has_it, other):  # a store traced against the oracle itself
+        store = other if has_it == ctx.oracle else has_it
+        verb = "lost" if has_it == ctx.oracle else "added"
+        return "ann_miss", f"{store}'s search {verb} it; the exact oracle is the reference"
     agrees, differs = (has_it, other) if pmid in oracle_list else (other, has_it)
     return "ann_miss", f"the exact oracle agrees with {agrees}, not {differs}"
 

@@ -83,14 +83,17 @@ class Pipeline:
         raise_on_error: bool = False,
         selection: list[str] | None = None,
         slow_pgvector_s: float | None = None,
+        overrides: dict[str, dg.ConfigurableResource] | None = None,
     ) -> dg.ExecuteInProcessResult:
         """parity_report (+ its blocking checks) and serving_backend, as parity_job runs them.
 
-        slow_pgvector_s adds that much latency to each of pgvector's read calls.
+        slow_pgvector_s adds that much latency to each of pgvector's read calls; overrides
+        replaces resources by key (e.g. a broken store).
         """
         resources = build_resources(Settings.from_env())
         if slow_pgvector_s is not None:
             resources["pgvector"] = SlowPgVectorResource(delay_s=slow_pgvector_s)
+        resources.update(overrides or {})
         return dg.materialize(
             PARITY,
             instance=self.instance,

@@ -2,70 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 from psycopg import sql
 
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.corpus import demo
-from candlefire_pipeline.corpus.drops import write_chunks, write_papers
-from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
 from candlefire_pipeline.parity.report import DIVERGENCE_KINDS
-from candlefire_pipeline.retrieval.retriever import Retriever
-from candlefire_pipeline.settings import ParityThresholds, RetrievalSettings
-from candlefire_pipeline_tests.fixtures_backends import make_rows
-
-PAPERS = 60  # the first demo papers: every drug spelling, full-text and abstract-only papers
-
-
-class JitteredHashingEmbedder:
-    """HashingEmbedder plus a small fixed per-text offset.
-
-    The demo's template sentences give many chunks exactly the same cosine to a query under
-    plain feature hashing; each store then breaks those ties by its own float rounding (~6e-8
-    apart), which would make identical stores "disagree". The offset makes exact ties vanishingly
-    rare while keeping vectors deterministic and lexical.
-    """
-
-    model_id = "hashing-jittered-test"
-
-    def __init__(self, dim: int = 64, scale: float = 0.05) -> None:
-        self.dim, self._scale, self._base = dim, scale, HashingEmbedder(dim=dim)
-
-    def embed(self, texts) -> np.ndarray:
-        out = self._base.embed(texts).astype(np.float64)
-        for row, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-            noise = np.random.default_rng(seed).normal(size=self.dim)
-            out[row] += self._scale * noise / np.sqrt(self.dim)
-        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
-
-
-EMBEDDER = JitteredHashingEmbedder()
-ABSTRACT_ONLY_PMID = demo.demo_pmid(demo.GAINS_FULL_TEXT)  # one chunk, its id the bare pmid
-
-
-@pytest.fixture(scope="module")
-def demo_chunks(tmp_path_factory) -> list[dict]:
-    root = tmp_path_factory.mktemp("parity_demo")
-    first_drop = demo.write_demo_drops(root / "drops")[0]
-    write_papers(first_drop, root / "b1")
-    write_chunks(root / "b1")
-    wanted = {demo.demo_pmid(n) for n in range(1, PAPERS + 1)}
-    chunks = pq.read_table(root / "b1/chunks.parquet").to_pylist()
-    return [c for c in chunks if c["pmid"] in wanted]
-
-
-@pytest.fixture(scope="module")
-def demo_rows(demo_chunks):
-    vectors = EMBEDDER.embed([c["document"] for c in demo_chunks])
-    return make_rows(demo_chunks, vectors, model_id=EMBEDDER.model_id)
+from candlefire_pipeline.settings import ParityThresholds
+from candlefire_pipeline_tests.parity.demo_stores import (
+    ABSTRACT_ONLY_PMID,
+    EMBEDDER,
+    retrievers,
+)
 
 
 def load_stores(make_backend, rows, pg_mode: str = "like") -> dict:
@@ -79,10 +30,6 @@ def load_stores(make_backend, rows, pg_mode: str = "like") -> dict:
         store.ensure_schema(EMBEDDER.model_id, EMBEDDER.dim)
         assert store.replace_papers(rows) == rows.num_rows
     return stores
-
-
-def retrievers(stores: dict) -> dict[str, Retriever]:
-    return {name: Retriever(s, EMBEDDER, RetrievalSettings()) for name, s in stores.items()}
 
 
 def gates(report) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -44,6 +45,25 @@ Array.from(document.querySelectorAll('h1'))
   .forEach(h => h.scrollIntoView())
 """
 TABLE_HEADERS_JS = "Array.from(document.querySelectorAll('th')).map(th => th.textContent.trim())"
+# Centre of the "[Show Markdown]" link in the metadata row whose key is %s (null if inline).
+SHOW_MARKDOWN_BOX_JS = """
+(() => {
+  const row = Array.from(document.querySelectorAll('tr'))
+    .find(tr => tr.querySelector('td') && tr.querySelector('td').innerText.trim() === %s);
+  const link = row && Array.from(row.querySelectorAll('*'))
+    .find(el => el.textContent.trim() === '[Show Markdown]' && el.children.length === 0);
+  if (!link) return null;
+  link.scrollIntoView({block: 'center'});
+  const r = link.getBoundingClientRect();
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2};
+})()
+"""
+# The plots rendered on the page: every <img> with a PNG data: URI, and its decoded width.
+PLOT_IMAGES_JS = """
+Array.from(document.querySelectorAll('img'))
+  .filter(img => img.src.startsWith('data:image/png'))
+  .map(img => ({alt: img.alt, complete: img.complete, width: img.naturalWidth}))
+"""
 
 
 def _pipeline_env(data_dir: Path) -> dict[str, str]:
@@ -139,6 +159,15 @@ def _instance(home: Path) -> Iterator[dg.DagsterInstance]:
         patch.setenv("DAGSTER_HOME", str(home))
         with dg.DagsterInstance.from_config(str(home)) as instance:
             yield instance
+
+
+def _show_markdown_of(browser: HeadlessChromium, key: str) -> None:
+    """Open the markdown dialog of one metadata entry (the UI shows long markdown behind a
+    "[Show Markdown]" link, one per entry; the report and the plots both have one)."""
+    box = browser.evaluate(SHOW_MARKDOWN_BOX_JS % json.dumps(key))
+    assert box is not None, f"no {SHOW_MARKDOWN} in the {key} row: {browser.body_text()[:2000]}"
+    for kind in ("mousePressed", "mouseReleased"):
+        browser.page("Input.dispatchMouseEvent", type=kind, button="left", clickCount=1, **box)
 
 
 def _latest_metadata(home: Path, asset: str) -> dict:
@@ -276,10 +305,36 @@ def test_parity_report_page_renders_its_tables(
         describe=lambda: f"no report table; page text: {browser.body_text()[:3000]}",
     )
     if not expected <= headers():
-        browser.click_text(SHOW_MARKDOWN)
+        _show_markdown_of(browser, "report")
     browser.wait_for(
         lambda: expected <= headers(), describe=lambda: f"missing headers: {expected - headers()}"
     )
     assert f"Parity report {report_id}" in browser.body_text()
     browser.evaluate(SCROLL_TO_REPORT_TOP_JS)
     browser.screenshot(SCREENSHOTS / "parity_report.png")
+
+
+def test_parity_plots_load_as_images_on_the_report_page(
+    dagster_ui: DagsterDev, browser: HeadlessChromium, demo_run: DemoRun
+):
+    plots = _latest_metadata(demo_run.home, "parity_report")["plots"]
+    titles = re.findall(r"!\[([^\]]+)\]\(data:image/png;base64,", plots)
+    assert len(titles) == 3, plots[:500]
+    browser.goto(f"{dagster_ui.url}/assets/parity_report")
+
+    def loaded() -> list[dict]:
+        return [i for i in browser.evaluate(PLOT_IMAGES_JS) if i["complete"] and i["width"] > 0]
+
+    browser.wait_for(
+        lambda: bool(loaded()) or SHOW_MARKDOWN in browser.body_text(),
+        describe=lambda: f"no plots nor markdown link; page: {browser.body_text()[:2000]}",
+    )
+    if not loaded():
+        _show_markdown_of(browser, "plots")
+    # decoded by the browser, not just an <img> tag: naturalWidth is 0 for a broken image
+    browser.wait_for(
+        lambda: {i["alt"] for i in loaded()} >= set(titles),
+        describe=lambda: f"plots on the page: {browser.evaluate(PLOT_IMAGES_JS)}",
+    )
+    assert all(i["width"] > 100 for i in loaded())
+    browser.screenshot(SCREENSHOTS / "parity_plots.png")
