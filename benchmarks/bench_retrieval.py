@@ -13,21 +13,14 @@ import argparse
 import logging
 import time
 
-import numpy as np
-
 from benchmarks import retrieval_latency as lat
+from benchmarks import retrieval_quality
 from benchmarks import retrieval_sections as sections
-from benchmarks.helpers import LoadMonitor, ms, timed, write_section
+from benchmarks.helpers import LoadMonitor, write_section
 from benchmarks.retrieval_data import (
     LATENCY_CHUNKS,
     bench_dir,
-    ndcg_at,
-    recall_at,
-    scifact_chunks,
-    scifact_queries,
-    scifact_records,
 )
-from benchmarks.retrieval_data import embed_cached as cached
 from benchmarks.retrieval_layouts import compare
 from benchmarks.retrieval_qdrant import qdrant_part
 from benchmarks.retrieval_stores import (
@@ -45,7 +38,6 @@ from benchmarks.retrieval_workload import (
     answer_all,
     latency_workload,
 )
-from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
@@ -64,38 +56,16 @@ TITLES = {
 
 def quality(embedder, dsn: str, args) -> list[str]:
     """nDCG@10 / recall@100 of the semantic stage over the 809 SciFact training claims."""
-    chunks = scifact_chunks(scifact_records())
-    vectors = cached(embedder, [c["document"] for c in chunks], [c["content_hash"] for c in chunks])
-    rows = store_rows(chunks, vectors, "scifact", embedder.model_id)
-    queries = scifact_queries()
-    qvecs = cached(embedder, [q.text for q in queries])
-    figures = {}
-    for name in BACKENDS:
-        store = open_store(name, dsn, "scifact")
-        load(store, rows, embedder.model_id, embedder.dim)
-        retriever = Retriever(store, embedder)
-        ndcg, recall, seconds = [], [], []
-        for query, vector in zip(queries, qvecs, strict=True):
-            took, found = timed(lambda r=retriever, v=vector: r.search(v, n=100))
-            pmids = [r["pmid"] for r in found]
-            ndcg.append(ndcg_at(pmids, query.relevant))
-            recall.append(recall_at(pmids, query.relevant))
-            seconds.append(took)
-        figures[name] = (np.mean(ndcg), np.mean(recall), seconds)
-        store.close()
-    oracle = figures["memory"][0]
-    lines = [
-        f"Semantic stage (search n=100, over-fetch 200) over {len(chunks):,} SciFact abstracts,"
-        f" {len(queries)} training claims, model `{DEFAULT_MODEL_ID}` ({embedder.dim}-dim).",
+    figures = retrieval_quality.measure(
+        embedder, BACKENDS, lambda name: open_store(name, dsn, "scifact")
+    )
+    return [
+        f"Semantic stage (search n=100, over-fetch 200) over {figures['corpus']:,} SciFact"
+        f" abstracts, {figures['queries']} training claims, model `{DEFAULT_MODEL_ID}`"
+        f" ({embedder.dim}-dim).",
         "",
-        "| backend | nDCG@10 | Δ vs oracle | recall@100 | search p50 / p95 ms |",
-        "|---|---|---|---|---|",
+        *retrieval_quality.table(figures),
     ]
-    for name, (ndcg, recall, seconds) in figures.items():
-        lines.append(
-            f"| {name} | {ndcg:.4f} | {ndcg - oracle:+.4f} | {recall:.4f} | {ms(seconds)} |"
-        )
-    return lines
 
 
 def open_latency_stores(work: Workload, embedder, dsn: str, names=BACKENDS) -> tuple[dict, dict]:

@@ -7,23 +7,15 @@ bench_qdrant measures the engine itself (qdrant-edge) for the substring scan.
 
 from __future__ import annotations
 
-import numpy as np
-
 from benchmarks import retrieval_latency as lat
+from benchmarks import retrieval_quality
 from benchmarks import retrieval_sections as sections
 from benchmarks.retrieval_data import (
     bench_dir,
-    ndcg_at,
-    recall_at,
-    scifact_chunks,
-    scifact_queries,
-    scifact_records,
 )
-from benchmarks.retrieval_data import embed_cached as cached
 from benchmarks.retrieval_stores import ensure_indexes, load, open_store
 from benchmarks.retrieval_workload import latency_workload
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.retrieval.retriever import Retriever
 
 #: Side by side in one run; memory is the exact oracle.
@@ -40,38 +32,15 @@ def open_any(name: str, dsn: str, label: str):
 
 def quality_lines(embedder, dsn: str) -> list[str]:
     """nDCG@10 / recall@100 of the semantic stage on SciFact, each store against the oracle."""
-    chunks = scifact_chunks(scifact_records())
-    vectors = cached(embedder, [c["document"] for c in chunks], [c["content_hash"] for c in chunks])
-    rows = store_rows(chunks, vectors, "scifact", embedder.model_id)
-    queries = scifact_queries()
-    qvecs = cached(embedder, [q.text for q in queries])
-    figures = {}
-    for name in STORES:
-        store = open_any(name, dsn, "scifact")
-        load(store, rows, embedder.model_id, embedder.dim)
-        retriever = Retriever(store, embedder)
-        ndcg, recall, seconds = [], [], []
-        for query, vector in zip(queries, qvecs, strict=True):
-            took, found = lat.timed(lambda r=retriever, v=vector: r.search(v, n=100))
-            pmids = [r["pmid"] for r in found]
-            ndcg.append(ndcg_at(pmids, query.relevant))
-            recall.append(recall_at(pmids, query.relevant))
-            seconds.append(took)
-        figures[name] = (float(np.mean(ndcg)), float(np.mean(recall)), seconds)
-        store.close()
-    oracle = figures["memory"][0]
-    lines = [
-        f"Quality, semantic stage (search n=100) over {len(chunks):,} SciFact abstracts,"
-        f" {len(queries)} claims; {LOCAL_MODE}.",
+    figures = retrieval_quality.measure(
+        embedder, STORES, lambda name: open_any(name, dsn, "scifact")
+    )
+    return [
+        f"Quality, semantic stage (search n=100) over {figures['corpus']:,} SciFact abstracts,"
+        f" {figures['queries']} claims; {LOCAL_MODE}.",
         "",
-        "| store | nDCG@10 | Δ vs oracle | recall@100 | search p50 / p95 ms |",
-        "|---|---|---|---|---|",
+        *retrieval_quality.table(figures),
     ]
-    for name, (ndcg, recall, seconds) in figures.items():
-        lines.append(
-            f"| {name} | {ndcg:.4f} | {ndcg - oracle:+.4f} | {recall:.4f} | {lat.ms(seconds)} |"
-        )
-    return lines
 
 
 def latency_lines(embedder, dsn: str, n_requests: int) -> list[str]:
