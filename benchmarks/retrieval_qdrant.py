@@ -10,6 +10,7 @@ from __future__ import annotations
 from benchmarks import retrieval_latency as lat
 from benchmarks import retrieval_quality
 from benchmarks import retrieval_sections as sections
+from benchmarks.helpers import ms
 from benchmarks.retrieval_data import (
     bench_dir,
 )
@@ -98,7 +99,7 @@ def _agreement(stores, measured, embedder, requests) -> list[str]:
     for name in STORES[:-1]:
         recall = lat.ann_recall(stores[name], stores["memory"], qvecs)
         agree = lat.agreement(measured[name]["answers"], measured["memory"]["answers"])
-        total = lat.ms(measured[name]["timings"]["total"])
+        total = ms(measured[name]["timings"]["total"])
         lines.append(
             f"| {name} | {recall:.4f} | {agree['overlap']:.4f} | {agree['grounding']:.3f} |"
             f" {total} |"
@@ -130,9 +131,7 @@ def _substring_lines(stores, embedder, requests) -> list[str]:
         "|---|" + "---|" * len(kinds),
     ]
     for name, per_kind in times.items():
-        lines.append(
-            f"| {name} | " + " | ".join(lat.ms(per_kind[k]["corpus"]) for k in kinds) + " |"
-        )
+        lines.append(f"| {name} | " + " | ".join(ms(per_kind[k]["corpus"]) for k in kinds) + " |")
     return lines
 
 
