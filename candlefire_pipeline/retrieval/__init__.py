@@ -7,7 +7,8 @@ from candlefire_pipeline.retrieval.rerank import (
     load_reranker,
     rerank,
 )
-from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever, best_per_pmid
+from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
+from candlefire_pipeline.retrieval.ties import best_per_pmid, canonical_order
 from candlefire_pipeline.retrieval.variants import term_matches_text, term_variants
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Retriever",
     "apply_citation_boost",
     "best_per_pmid",
+    "canonical_order",
     "recency_factor",
     "load_reranker",
     "rerank",

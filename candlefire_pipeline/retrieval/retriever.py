@@ -14,6 +14,7 @@ import numpy as np
 from candlefire_pipeline.backends.base import DimensionMismatchError, Filter, VectorBackend
 from candlefire_pipeline.retrieval.ranking import apply_citation_boost, rrf_merge
 from candlefire_pipeline.retrieval.rerank import Reranker, load_reranker, rerank
+from candlefire_pipeline.retrieval.ties import TIE_MARGIN, best_per_pmid, canonical_top
 from candlefire_pipeline.retrieval.variants import term_variants
 from candlefire_pipeline.settings import RetrievalSettings
 
@@ -47,28 +48,6 @@ class Retrieval:
     @property
     def pmids(self) -> list[str]:
         return [row["pmid"] for row in self.results]
-
-
-#: Similarities equal to this many decimals are ties: stores compute the same cosine with
-#: float32 error of ~1e-7, and an unbroken near-tie would order identical stores differently.
-SIMILARITY_DECIMALS = 6
-
-
-def best_per_pmid(rows: Iterable[dict]) -> list[dict]:
-    """The most similar row of each PMID, most similar first (ties: by pmid, then chunk_id)."""
-    best: dict[str, dict] = {}
-    for row in rows:
-        current = best.get(row["pmid"])
-        if current is None or row["similarity"] > current["similarity"]:
-            best[row["pmid"]] = row
-    return sorted(
-        best.values(),
-        key=lambda row: (
-            -round(row["similarity"], SIMILARITY_DECIMALS),
-            row["pmid"],
-            row["chunk_id"],
-        ),
-    )
 
 
 def _pmids(rows: Iterable[dict]) -> list[str]:
@@ -151,8 +130,9 @@ class Retriever:
         self._check_model()
         n = self.settings.semantic_n if n is None else n
         vector = self._query_vector(query)
-        rows = self.backend.semantic_candidates(vector[None, :], 2 * n, where, stage="semantic")[0]
-        return best_per_pmid(rows)[:n]
+        asked = 2 * n + TIE_MARGIN
+        rows = self.backend.semantic_candidates(vector[None, :], asked, where, stage="semantic")[0]
+        return best_per_pmid(canonical_top(rows, 2 * n, asked))[:n]
 
     def entity_names_used(self, names: Iterable[str]) -> list[str]:
         """The distinct non-blank names searched, at most entity_cap, in given order."""
@@ -177,10 +157,11 @@ class Retriever:
             vectors = self._embed(used)
         if len(vectors) != len(used):
             raise ValueError(f"{len(vectors)} entity vectors for {len(used)} entity names")
-        hit_lists = self.backend.semantic_candidates(
-            vectors, self.settings.entity_hits, stage="entities"
+        keep = self.settings.entity_hits
+        hit_lists = self.backend.semantic_candidates(vectors, keep + TIE_MARGIN, stage="entities")
+        return best_per_pmid(
+            row for hits in hit_lists for row in canonical_top(hits, keep, keep + TIE_MARGIN)
         )
-        return best_per_pmid(row for hits in hit_lists for row in hits)
 
     def search_by_keyword(
         self, terms: Iterable[str], query_vector: np.ndarray, n: int | None = None
@@ -192,8 +173,9 @@ class Retriever:
         if not variants:
             return []
         vector = self._query_vector(query_vector)
-        rows = self.backend.substring_candidates(variants, vector, 2 * n)
-        return best_per_pmid(rows)[:n]
+        asked = 2 * n + TIE_MARGIN
+        rows = self.backend.substring_candidates(variants, vector, asked)
+        return best_per_pmid(canonical_top(rows, 2 * n, asked))[:n]
 
     def is_grounded_in_corpus(self, term: str) -> bool:
         """Whether any variant of term is a substring of any chunk."""

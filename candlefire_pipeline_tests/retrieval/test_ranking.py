@@ -8,6 +8,7 @@ import pytest
 
 from candlefire_pipeline.retrieval import best_per_pmid
 from candlefire_pipeline.retrieval.ranking import apply_citation_boost, recency_factor, rrf_merge
+from candlefire_pipeline.retrieval.ties import canonical_top
 
 
 def row(pmid: str, similarity: float | None = 0.5, chunk: str = "", **extra) -> dict:
@@ -135,6 +136,11 @@ def test_citation_boost_needs_a_rerank_score():
         # float32 noise between stores (~1e-7) is a tie: broken by pmid, the same on every store
         ({"b": 0.9000001, "a": 0.9}, ["a", "b"]),
         ({"a": 0.9, "b": 0.9000001}, ["a", "b"]),
+        # a tie straddling a rounding line (6 decimals) is still a tie
+        ({"b": 0.8999996, "a": 0.9000004}, ["a", "b"]),
+        ({"a": 0.8999996, "b": 0.9000004}, ["a", "b"]),
+        # ties chain: c is within the tolerance of b, b of a
+        ({"c": 0.900004, "b": 0.900002, "a": 0.9}, ["a", "b", "c"]),
         # a real difference still orders by similarity
         ({"a": 0.9, "b": 0.90001}, ["b", "a"]),
         # the best chunk of a pmid represents it
@@ -147,3 +153,40 @@ def test_best_per_pmid_orders_near_ties_the_same_on_every_store(similarities, ex
         for key, value in similarities.items()
     ]
     assert [row["pmid"] for row in best_per_pmid(rows)] == expected
+
+
+def test_a_near_tie_within_a_paper_keeps_its_lowest_chunk_on_every_store():
+    first = [
+        {"pmid": "p", "chunk_id": "p#2", "similarity": 0.8000001},
+        {"pmid": "p", "chunk_id": "p#1", "similarity": 0.8},
+    ]
+    second = [{**first[0], "similarity": 0.8}, {**first[1], "similarity": 0.8000002}]
+    assert best_per_pmid(first)[0]["chunk_id"] == best_per_pmid(second)[0]["chunk_id"] == "p#1"
+
+
+def _hits(similarities: dict[str, float]) -> list[dict]:
+    return [{"pmid": k, "chunk_id": k, "similarity": v} for k, v in similarities.items()]
+
+
+@pytest.mark.parametrize(
+    ("store_answer", "keep", "asked", "expected"),
+    [
+        # the store returned less than asked: it holds nothing more, the tail tie is complete
+        ({"a": 0.9, "b": 0.5, "c": 0.5}, 2, 5, ["a", "b"]),
+        # a tie group reaching the cut and the end of the answer may go on: left out whole
+        ({"a": 0.9, "b": 0.5, "c": 0.5}, 2, 3, ["a"]),
+        # ... whichever tied chunk the store happened to return
+        ({"a": 0.9, "z": 0.5, "c": 0.5}, 2, 3, ["a"]),
+        # the tail tie lies beyond the cut: it does not matter
+        ({"a": 0.9, "b": 0.8, "c": 0.5, "d": 0.5}, 2, 4, ["a", "b"]),
+        # a tie at the cut that ends inside the answer is cut by id
+        ({"a": 0.9, "c": 0.5, "b": 0.5, "d": 0.1}, 2, 4, ["a", "b"]),
+        # everything tied: nothing better exists than the store's pick, kept
+        ({"a": 0.5, "b": 0.5}, 1, 2, ["a"]),
+        ({}, 3, 5, []),
+    ],
+)
+def test_canonical_top_never_depends_on_which_tied_chunks_a_store_picked(
+    store_answer, keep, asked, expected
+):
+    assert [row["pmid"] for row in canonical_top(_hits(store_answer), keep, asked)] == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.retrieval.ties import TIE_MARGIN
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
 
 
@@ -28,8 +29,9 @@ def test_retrieve_names_the_semantic_and_entity_stages():
     store.replace_papers(make_rows(chunks, embedder.embed(docs), model_id=embedder.model_id))
     retriever = Retriever(store, embedder)
     retriever.retrieve("ALS genetics", ["SOD1", "TDP-43", "C9orf72"], ["SOD1"])
-    assert store.calls == [(1, 40, "semantic"), (3, 10, "entities")]
+    # each stage asks TIE_MARGIN more than it keeps (40 chunks, 10 per name)
+    assert store.calls == [(1, 40 + TIE_MARGIN, "semantic"), (3, 10 + TIE_MARGIN, "entities")]
     store.calls.clear()
     retriever.search("ALS genetics", n=5)
     retriever.search_by_entities(["SOD1"])
-    assert store.calls == [(1, 10, "semantic"), (1, 10, "entities")]
+    assert store.calls == [(1, 10 + TIE_MARGIN, "semantic"), (1, 10 + TIE_MARGIN, "entities")]
