@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--rows", default="5000,10000,20000")
     args = parser.parse_args()
     sizes = [int(x) for x in args.rows.split(",")]
-    load = LoadMonitor().start()
+    load = LoadMonitor(markers=["candlefire-pgsizes-"]).start()
     root = Path(tempfile.mkdtemp(prefix="candlefire-pgsizes-"))
     root.chmod(0o755)  # the embedded server runs as its own unprivileged user
     server = EmbeddedPostgres(root / "data")

@@ -159,7 +159,7 @@ def main() -> None:
     embedder = load_embedder(DEFAULT_MODEL_ID)
     with embedded_postgres() as dsn:
         for part in parts:
-            started, sampler = time.perf_counter(), LoadMonitor().start()
+            started, sampler = time.perf_counter(), LoadMonitor(markers=[bench_dir()]).start()
             lines = RUNNERS[part](embedder, dsn, args)
             save_part(part, [TITLES[part], "", *lines, "", sampler.stop().note()])
             logger.info("%s done in %.0f s", part, time.perf_counter() - started)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchmarks.cpu_share import CpuShare
 from candlefire_pipeline.parity import metrics
 
 BENCHMARKS_MD = Path(__file__).resolve().parent.parent / "docs" / "BENCHMARKS.md"
@@ -25,9 +26,14 @@ HEADER = (
     " repeats on a 2-core, no-GPU machine.\n"
 )
 #: 1-minute load per CPU above which wall-clock figures measure contention as much as code:
-#: on average over the run, or at its peak (the benchmark itself accounts for about 1).
+#: on average over the run, or at its peak (the benchmark itself accounts for about 1). Used
+#: only where /proc cannot tell other processes' CPU from the benchmark's own.
 BUSY_MEAN_LOAD_PER_CPU = 0.75
 BUSY_PEAK_LOAD_PER_CPU = 1.5
+#: Share of all CPUs used by other processes above which a run is flagged: on average (a
+#: third of a core on this 2-core machine), or in any one sampling interval (one full core).
+OTHERS_MEAN_SHARE = 0.15
+OTHERS_PEAK_SHARE = 0.5
 
 
 def write_section(name: str, markdown: str) -> None:
@@ -49,30 +55,36 @@ def write_section(name: str, markdown: str) -> None:
 
 
 class LoadMonitor:
-    """Samples os.getloadavg()[0] every `every` seconds between start() and stop().
+    """Samples the load average and other processes' CPU share every `every` seconds.
 
+    `markers`: folders of the servers the benchmark starts (their CPU is the benchmark's own).
     Use as `with LoadMonitor() as load:` or `load = LoadMonitor().start(); ...; load.stop()`.
     """
 
-    def __init__(self, every: float = 5.0) -> None:
+    def __init__(self, every: float = 5.0, markers: Sequence[str | os.PathLike] = ()) -> None:
         self.every = every
         self.samples: list[float] = []
+        self.others = CpuShare(markers)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="load-monitor", daemon=True)
 
+    def _sample(self) -> None:
+        self.samples.append(os.getloadavg()[0])
+        self.others.sample()
+
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            self.samples.append(os.getloadavg()[0])
+            self._sample()
 
     def start(self) -> LoadMonitor:
-        self.samples.append(os.getloadavg()[0])
+        self._sample()
         self._thread.start()
         return self
 
     def stop(self) -> LoadMonitor:
         self._stop.set()
         self._thread.join()
-        self.samples.append(os.getloadavg()[0])
+        self._sample()
         return self
 
     def __enter__(self) -> LoadMonitor:
@@ -91,6 +103,9 @@ class LoadMonitor:
 
     @property
     def unrepresentative(self) -> bool:
+        shares = self.others.shares
+        if shares:
+            return metrics.mean(shares) > OTHERS_MEAN_SHARE or max(shares) > OTHERS_PEAK_SHARE
         cpus = os.cpu_count() or 1
         return (
             self.mean > BUSY_MEAN_LOAD_PER_CPU * cpus or self.peak > BUSY_PEAK_LOAD_PER_CPU * cpus
@@ -104,6 +119,13 @@ class LoadMonitor:
             f" mean {self.mean:.1f}, peak {self.peak:.1f}, end {samples[-1]:.1f}"
             f" on {os.cpu_count() or 1} CPUs."
         )
+        shares = self.others.shares
+        if shares:
+            line += (
+                f" Other processes (not this benchmark or the servers it started) used"
+                f" {100 * metrics.mean(shares):.0f}% of the CPUs on average, at most"
+                f" {100 * max(shares):.0f}% in a {self.every:g}-s interval."
+            )
         if self.unrepresentative:
             line += (
                 " **Unrepresentative: other work shared the machine; wall-clock figures and"

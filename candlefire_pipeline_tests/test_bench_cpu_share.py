@@ -1,0 +1,79 @@
+"""Benchmarks flag other processes' CPU, not their own (a 2-core build reads load ~2 alone)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks import helpers
+from benchmarks.cpu_share import CpuShare, own_pids, process_table
+
+# pid -> (parent pid, ticks, command line)
+TABLE = {
+    1: (0, 0, "init"),
+    10: (1, 5, "python bench.py"),
+    11: (10, 5, "python worker"),
+    12: (11, 5, "python grandchild"),
+    20: (1, 5, "postgres -D /tmp/bench/pg"),
+    21: (20, 5, "postgres: checkpointer"),
+    30: (1, 5, "postgres -D /var/lib/other"),
+    31: (30, 5, "postgres: walwriter"),
+}
+
+
+@pytest.mark.parametrize(
+    ("root", "markers", "expected"),
+    [
+        (10, [], {10, 11, 12}),
+        (10, ["/tmp/bench"], {10, 11, 12, 20, 21}),
+        (11, ["/tmp/bench", ""], {11, 12, 20, 21}),  # an empty marker matches nothing
+        (99, [], {99}),  # a root that already exited is only itself
+    ],
+)
+def test_own_pids_are_the_tree_and_the_marked_servers(root, markers, expected):
+    assert own_pids(TABLE, root, markers) == expected
+
+
+def _busy_loop(detached: bool) -> subprocess.Popen:
+    loop = "import time\nend = time.time() + 4\nwhile time.time() < end: pass"
+    if detached:  # the shell exits at once: the loop is re-parented, no longer ours
+        return subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "{loop}" & echo $!'],
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen([sys.executable, "-c", loop])
+
+
+def test_a_detached_busy_process_counts_as_other_work_and_a_child_does_not():
+    child = _busy_loop(detached=False)
+    shell = _busy_loop(detached=True)
+    other = int(shell.communicate(timeout=10)[0].strip())
+    try:
+        table = process_table()
+        own = own_pids(table, os.getpid(), [])
+        assert child.pid in own and other in table and other not in own
+        share = CpuShare()
+        share.sample()
+        time.sleep(1.5)
+        share.sample()
+        # the other loop keeps one of the CPUs busy (0.5 of 2) unless starved by other work
+        assert share.shares and share.shares[0] >= 0.8 / (os.cpu_count() or 1) * 0.5
+    finally:
+        child.kill()
+        child.wait()
+        try:
+            os.kill(other, 9)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize(("shares", "flagged"), [([0.02, 0.05], False), ([0.3, 0.3], True),
+                                                 ([0.0, 0.0, 0.9], True)])  # fmt: skip
+def test_the_note_flags_other_processes_cpu_not_the_load(shares, flagged):
+    monitor = helpers.LoadMonitor()
+    monitor.samples = [2.0 * (os.cpu_count() or 1)]  # the benchmark alone keeps every core busy
+    monitor.others.shares = shares
+    note = monitor.note()
+    assert "Other processes" in note and ("Unrepresentative" in note) == flagged
