@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +74,17 @@ def rows_model(rows: pa.Table) -> str:
     if len(models) != 1:
         raise ValueError(f"rows must come from exactly one model, got {models}")
     return models[0]
+
+
+def rows_to_write(
+    rows: pa.Table, stored_model: Callable[[], tuple[str, int] | None]
+) -> pa.Table | None:
+    """replace_papers' common start: None for an empty batch (after the dimension check, so a
+    wrong-sized empty batch still fails), else the validated rows."""
+    if rows.num_rows == 0:
+        check_dim(stored_model(), rows_dim(rows))
+        return None
+    return validate_rows(rows)
 
 
 def validate_rows(rows: pa.Table) -> pa.Table:

@@ -94,11 +94,10 @@ class MemoryBackend:
             self._model = (model_id, int(dim))
 
     def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
-        dim = common.rows_dim(rows)
-        if rows.num_rows == 0:
-            common.check_dim(self._model, dim)
+        rows = common.rows_to_write(rows, lambda: self._model)
+        if rows is None:
             return 0
-        rows = common.validate_rows(rows)
+        dim = common.rows_dim(rows)
         model_id = common.rows_model(rows)
         with self._lock:
             common.check_model(self._model, model_id, dim)

@@ -136,11 +136,10 @@ class PgVectorBackend:
 
     # write side ------------------------------------------------------------------------------
     def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
-        dim = common.rows_dim(rows)
-        if rows.num_rows == 0:
-            common.check_dim(self.stored_model(), dim)
+        rows = common.rows_to_write(rows, self.stored_model)
+        if rows is None:
             return 0
-        rows = common.validate_rows(rows)
+        dim = common.rows_dim(rows)
         model_id = common.rows_model(rows)
         pmids = pc.unique(rows["pmid"]).to_pylist()
         with self.conn.transaction():

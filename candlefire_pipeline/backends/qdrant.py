@@ -158,11 +158,10 @@ class QdrantBackend:
 
     # write side ------------------------------------------------------------------------------
     def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
-        dim = common.rows_dim(rows)
-        if rows.num_rows == 0:
-            common.check_dim(self.stored_model(), dim)
+        rows = common.rows_to_write(rows, self.stored_model)
+        if rows is None:
             return 0
-        rows = common.validate_rows(rows)
+        dim = common.rows_dim(rows)
         self.ensure_schema(common.rows_model(rows), dim)
         stored = set(self._chunk_ids_of(pc.unique(rows["pmid"]).to_pylist()))
         matrix, records = common.embedding_matrix(rows), payloads(rows)
