@@ -8,13 +8,11 @@ import traceback
 import uuid
 
 import psycopg
-import pytest
 from pgserver import pg_ctl
 
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 from candlefire_pipeline_tests.reliability.helpers import (
     WAIT_LIMIT_S,
     expected_hashes,
@@ -31,18 +29,6 @@ COPY_WAITING = """
     SELECT p.bytes_processed FROM pg_stat_progress_copy p
     JOIN pg_locks l ON l.pid = p.pid AND NOT l.granted AND l.locktype = 'transactionid'
 """
-
-
-@pytest.fixture
-def own_pg():
-    """A Postgres of this test's own: it gets killed, the session server must not."""
-    with pg_data_root() as root:
-        server = EmbeddedPostgres(root / "data")
-        server.dsn  # noqa: B018 - start it
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 def _crash(server: EmbeddedPostgres) -> None:

@@ -20,7 +20,6 @@ from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.backends.pgvector import PgVectorBackend
 from candlefire_pipeline.settings import PgAnnSettings
-from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 from candlefire_pipeline_tests.reliability.helpers import WAIT_LIMIT_S, expected_hashes, paper_rows
 
 TABLE = "first_build"
@@ -28,18 +27,6 @@ LAYOUTS = {
     "vector": PgAnnSettings(),
     "halfvec-binary": PgAnnSettings(vector_type="halfvec", quantization="binary"),
 }
-
-
-@pytest.fixture
-def own_pg():
-    """A Postgres of this test's own: it gets killed, the session server must not."""
-    with pg_data_root() as root:
-        server = EmbeddedPostgres(root / "data")
-        server.dsn  # noqa: B018 - start it
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 def kill_server(server: EmbeddedPostgres) -> None:
