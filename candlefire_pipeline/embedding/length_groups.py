@@ -14,13 +14,13 @@ def length_groups(
     The texts are sorted by token count (stable: equal lengths keep the caller's order) and the
     sorted run is cut where the cost model says, a call costing `call_overhead` token
     equivalents plus its padded tokens (texts x longest). A query with a dozen short entity
-    names thus goes as two calls instead of one padded to the query's length. A group holds at
-    most `max_texts` texts and `max_tokens` padded tokens; a text longer than the budget goes
-    alone. Every index appears exactly once.
+    names thus goes as two or three calls instead of one padded to the query's length. A group
+    holds at most `max_texts` texts and `max_tokens` padded tokens; a text longer than the
+    budget goes alone. Every index appears exactly once.
     """
     if max_texts < 1 or max_tokens < 1:
         raise ValueError(f"max_texts and max_tokens must be >= 1, got {max_texts}, {max_tokens}")
-    if call_overhead < 0:
+    if not call_overhead >= 0:  # NaN too
         raise ValueError(f"call_overhead must be >= 0, got {call_overhead}")
     order = sorted(range(len(lengths)), key=lengths.__getitem__)
     widths = [max(1, lengths[i]) for i in order]

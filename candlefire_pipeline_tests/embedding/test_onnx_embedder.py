@@ -205,7 +205,8 @@ def test_bulk_chunks_keep_full_calls_and_never_cost_more_than_given_order():
 
 
 @pytest.mark.parametrize(
-    ("max_texts", "max_tokens", "overhead"), [(0, 100, 10), (4, 0, 10), (4, 100, -1)]
+    ("max_texts", "max_tokens", "overhead"),
+    [(0, 100, 10), (4, 0, 10), (4, 100, -1), (4, 100, float("nan"))],
 )
 def test_length_groups_reject_bad_bounds(max_texts, max_tokens, overhead):
     with pytest.raises(ValueError, match="must be >= "):
