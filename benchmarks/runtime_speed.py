@@ -9,9 +9,16 @@ from dataclasses import dataclass
 
 from benchmarks.retrieval_data import DOC_CHARS, entity_pool, scifact_queries, scifact_records
 from candlefire_pipeline.embedding import load_embedder
+from candlefire_pipeline.embedding.length_groups import padded_tokens
+from candlefire_pipeline.embedding.onnx_embedder import OnnxEmbedder
 from candlefire_pipeline.settings import Settings
 
 ENTITY_NAMES = 12
+#: fp32 ONNX with every request in one call padded to its longest text: the grouping before
+#: length sorting, timed beside the product's to show what the grouping buys
+ONE_CALL = "onnx, one padded call"
+#: a call so dear in the cost model that every request that fits one call gets one
+ONE_CALL_OVERHEAD_TOKENS = 1e9
 
 
 def embedders(settings: Settings, runtimes: Sequence[str], batch_size: int) -> dict:
@@ -71,9 +78,42 @@ def interleaved(calls: dict, repeats: int) -> dict[str, Timing]:
     return {n: Timing(walls[n], cpus[n]) for n in names}
 
 
-def query_path(settings: Settings, runtimes: Sequence[str], repeats: int) -> dict[str, Timing]:
-    """One request (query + 12 names) at a time, every runtime on the same requests."""
-    models = embedders(settings, runtimes, batch_size=settings.embed_batch_size)
+def query_models(settings: Settings, runtimes: Sequence[str]) -> dict:
+    """The runtimes' embedders as the query path builds them, and the one-call ONNX baseline."""
+    models = {}
+    for runtime, model in embedders(settings, runtimes, settings.embed_batch_size).items():
+        models[runtime] = model
+        if runtime == "onnx":
+            models[ONE_CALL] = OnnxEmbedder(
+                settings.model_id,
+                settings.onnx_dir,
+                batch_size=settings.embed_batch_size,
+                call_overhead_tokens=ONE_CALL_OVERHEAD_TOKENS,
+            )
+    return models
+
+
+@dataclass(frozen=True)
+class TokenProfile:
+    """Per request on average: model calls, padded tokens computed, real tokens."""
+
+    calls: float
+    padded: float
+    real: float
+
+
+def token_profile(model: OnnxEmbedder, requests: Sequence[Sequence[str]]) -> TokenProfile:
+    """How `model` groups each request: the padding its calls compute beside the real tokens."""
+    rows = []
+    for request in requests:
+        lengths = [len(e.ids) for e in model.encoder.tokenize(request)]
+        groups = model.groups(lengths)
+        rows.append((len(groups), padded_tokens(lengths, groups), sum(lengths)))
+    return TokenProfile(*(statistics.mean(column) for column in zip(*rows, strict=True)))
+
+
+def query_path(models: dict, repeats: int) -> dict[str, Timing]:
+    """One request (query + 12 names) at a time, every model on the same requests."""
     requests = query_requests(repeats)
     for model in models.values():  # warm-up: first calls pay one-off allocations
         model.embed(requests[0])

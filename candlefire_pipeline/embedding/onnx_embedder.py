@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from candlefire_pipeline.embedding.length_groups import length_groups
 from candlefire_pipeline.embedding.model_files import embedding_identity
 from candlefire_pipeline.embedding.onnx_artifacts import OnnxArtifact, ensure_onnx_model
 from candlefire_pipeline.settings import Settings
@@ -16,6 +17,13 @@ from candlefire_pipeline.settings import Settings
 ONNX_VARIANTS = {"onnx": "fp32", "onnx-int8": "int8"}
 #: default token budget per ONNX call, in texts of the model's full max_seq_length
 FULL_LENGTH_TEXTS_PER_CALL = 16
+#: What one ONNX call costs beyond its padded tokens, in token equivalents; it decides where
+#: length_groups splits a request. Measured with `python -m benchmarks.onnx_call_cost` (fastest
+#: of 15 calls per shape, 1-16 texts x 4-64 tokens, least-squares fit) on this 2-CPU AMD EPYC
+#: VM, 2026-12-01, 1-min load 2.5-2.9: fp32 1.1-1.5 ms per call + 152-155 us per padded
+#: token = 7-10 tokens; int8 0.7 ms + 97 us = 7 tokens. A query + 12 names then goes as 2-3
+#: calls of ~120 padded tokens instead of one of ~320; chunks at max_seq_length are unaffected.
+CALL_OVERHEAD_TOKENS = 10
 _SESSIONS: dict[Path, object] = {}
 _SESSIONS_LOCK = threading.Lock()
 
@@ -70,25 +78,6 @@ _FIELDS = {
 }
 
 
-def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> list[range]:
-    """Consecutive groups of at most `max_texts` whose padded size stays within `max_tokens`.
-
-    Attention memory grows with texts x padded length^2, so long texts go in small groups and
-    short ones (a query and its entity names) in one; a text longer than the budget goes alone.
-    """
-    groups, start, widest = [], 0, 0
-    for index, length in enumerate(lengths):
-        wider = max(widest, length)
-        count = index - start + 1
-        if index > start and (count > max_texts or count * wider > max_tokens):
-            groups.append(range(start, index))
-            start, wider = index, length
-        widest = wider
-    if len(lengths) > start:
-        groups.append(range(start, len(lengths)))
-    return groups
-
-
 def _session(model_path: Path):
     """One InferenceSession per model file and process (sessions are thread-safe to run)."""
     with _SESSIONS_LOCK:
@@ -122,6 +111,7 @@ class OnnxEmbedder:
         runtime: str = "onnx",
         batch_size: int = Settings.embed_batch_size,
         max_tokens: int | None = None,
+        call_overhead_tokens: float = CALL_OVERHEAD_TOKENS,
     ) -> None:
         if runtime not in ONNX_VARIANTS:
             raise ValueError(f"ONNX runtime must be one of {sorted(ONNX_VARIANTS)}: {runtime!r}")
@@ -137,6 +127,7 @@ class OnnxEmbedder:
         #: padded tokens per ONNX call; bounds activation memory (about 650 MB peak RSS with
         #: MiniLM at 16 full-length texts, 2 GB at 64)
         self.max_tokens = max_tokens or FULL_LENGTH_TEXTS_PER_CALL * self.encoder.max_seq_length
+        self.call_overhead_tokens = call_overhead_tokens
 
     def _read_dim(self) -> int:
         declared = int(self.artifact.manifest["dim"])
@@ -154,13 +145,16 @@ class OnnxEmbedder:
             )
         return declared
 
+    def groups(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices of the texts per ONNX call for these token counts (see length_groups)."""
+        return length_groups(lengths, self.batch_size, self.max_tokens, self.call_overhead_tokens)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         encodings = self.encoder.tokenize(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        lengths = [len(e.ids) for e in encodings]
-        for group in token_batches(lengths, self.batch_size, self.max_tokens):
-            feeds = self.encoder.feeds(encodings[group.start : group.stop])
-            out[group.start : group.stop] = run_session(self.session, feeds)
+        for group in self.groups([len(e.ids) for e in encodings]):
+            feeds = self.encoder.feeds([encodings[i] for i in group])
+            out[group] = run_session(self.session, feeds)
         return out
