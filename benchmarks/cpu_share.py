@@ -25,7 +25,11 @@ def busy_and_total_ticks() -> tuple[int, int]:
 
 
 def process_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (parent pid, user + system ticks, command line) of every readable process."""
+    """pid -> (parent pid, ticks, command line) of every readable process.
+
+    Ticks are user + system time of the process and of its children it has waited for: when a
+    child exits (initdb, a closed Postgres backend), its time moves into its parent's count.
+    """
     table = {}
     for entry in os.scandir(PROC):
         if not entry.name.isdigit():
@@ -38,7 +42,7 @@ def process_table() -> dict[int, tuple[int, int, str]]:
         rest = stat[stat.rindex(")") + 2 :].split()  # the name in parentheses may hold spaces
         table[int(entry.name)] = (
             int(rest[1]),
-            int(rest[11]) + int(rest[12]),
+            sum(int(x) for x in rest[11:15]),
             cmdline.replace(b"\0", b" ").decode(errors="replace"),
         )
     return table
@@ -67,18 +71,26 @@ class CpuShare:
         self.markers = [str(m) for m in markers]
         self.available = (PROC / "stat").exists()
         self.shares: list[float] = []
-        self._last: tuple[int, int, dict[int, int]] | None = None
+        self._last: tuple[int, int, dict[int, tuple[int, int]]] | None = None
 
     def sample(self) -> None:
         if not self.available:
             return
         busy, total = busy_and_total_ticks()
         table = process_table()
-        cpu = {pid: table[pid][1] for pid in own_pids(table, os.getpid(), self.markers)}
+        # pid -> (ticks, parent pid)
+        cpu = {
+            pid: (table[pid][1], table[pid][0])
+            for pid in own_pids(table, os.getpid(), self.markers)
+        }
         if self._last is not None:
             last_busy, last_total, last_cpu = self._last
-            # a process new since the last sample counts from zero: it started in between
-            ours = sum(max(0, ticks - last_cpu.get(pid, 0)) for pid, ticks in cpu.items())
+            # a process new since the last sample counts from zero: it started in between; one
+            # gone since has its time counted again in its parent's, so its last count goes
+            ours = sum(max(0, t - last_cpu.get(pid, (0, 0))[0]) for pid, (t, _) in cpu.items())
+            ours -= sum(
+                t for pid, (t, parent) in last_cpu.items() if pid not in cpu and parent in cpu
+            )
             elapsed = total - last_total
             if elapsed > 0:
                 others = max(0, (busy - last_busy) - ours)

@@ -77,3 +77,44 @@ def test_the_note_flags_other_processes_cpu_not_the_load(shares, flagged):
     monitor.others.shares = shares
     note = monitor.note()
     assert "Other processes" in note and ("Unrepresentative" in note) == flagged
+
+
+def _scripted(monkeypatch, samples):
+    """Feed CpuShare scripted /proc readings: (busy, total, table) per sample."""
+    from benchmarks import cpu_share
+
+    readings = iter(samples)
+    current = {}
+
+    def ticks():
+        current["sample"] = next(readings)
+        return current["sample"][:2]
+
+    monkeypatch.setattr(cpu_share, "busy_and_total_ticks", ticks)
+    monkeypatch.setattr(cpu_share, "process_table", lambda: current["sample"][2])
+    monkeypatch.setattr(cpu_share.os, "getpid", lambda: 10)
+
+
+CHILD = {10: (1, 100, "bench"), 11: (10, 50, "child"), 30: (1, 0, "other")}
+DAEMON = {10: (1, 100, "bench"), 11: (1, 50, "postgres -D /bench/pg"), 30: (1, 0, "other")}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "busy_delta", "expected_share"),
+    [
+        # the child exited and was reaped: its 50 earlier ticks now sit in the parent's 200
+        (CHILD, {10: (1, 200, "bench")}, 50, 0.0),
+        # the same, plus 100 ticks of another process (of 1000 in the interval)
+        (CHILD, {10: (1, 200, "bench"), 30: (1, 100, "other")}, 150, 0.1),
+        # a server of ours exited with no parent of ours to inherit its time: nothing taken back
+        (DAEMON, {10: (1, 120, "bench")}, 20, 0.0),
+    ],
+)
+def test_a_finished_child_is_not_counted_twice(
+    monkeypatch, first, second, busy_delta, expected_share
+):
+    _scripted(monkeypatch, [(1000, 4000, first), (1000 + busy_delta, 5000, second)])
+    share = CpuShare(markers=["/bench"])
+    share.sample()
+    share.sample()
+    assert share.shares == [pytest.approx(expected_share)]
