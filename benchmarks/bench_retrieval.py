@@ -38,7 +38,7 @@ from benchmarks.retrieval_workload import (
     answer_all,
     latency_workload,
 )
-from candlefire_pipeline.embedding import load_embedder
+from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
 
@@ -84,7 +84,8 @@ def latency(embedder, dsn: str, args) -> list[str]:
     lines = [
         f"Full `retrieve()` on {work.rows.num_rows:,} synthetic chunks (mixtures of real SciFact"
         " title embeddings + noise, normalized, ~1,000-char documents), real model for the query"
-        f" and 12 entity names (one embed call), 3 grounding terms; {args.requests} requests,"
+        f" and 12 entity names (one embed call, the product's query runtime"
+        f" `{embedder.runtime}`), 3 grounding terms; {args.requests} requests,"
         " 3 warm-up, backends interleaved; no reranker configured (RRF order). pgvector runs the"
         f" product settings: {ann.vector_type}, ANN quantization {ann.quantization}, ef_search"
         f" semantic {ann.ef_search} / entities {ann.ef_search_entities}.",
@@ -156,7 +157,10 @@ def main() -> None:
     unknown = set(parts) - set(PARTS)
     if unknown:
         parser.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
-    embedder = load_embedder(DEFAULT_MODEL_ID)
+    # the product's query embedder (runtime from settings: ONNX by default), as the app runs it
+    embedder = embedder_for(Settings.from_env(), "query")
+    if embedder.model_id != DEFAULT_MODEL_ID:
+        parser.error(f"the workload is built for {DEFAULT_MODEL_ID}, not {embedder.model_id}")
     with embedded_postgres() as dsn:
         for part in parts:
             started, sampler = time.perf_counter(), LoadMonitor(markers=[bench_dir()]).start()
