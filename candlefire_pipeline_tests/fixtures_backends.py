@@ -34,11 +34,10 @@ from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.settings import PgAnnSettings
 
-#: pgvector storage/ANN layouts besides the default (vector, plain HNSW) the suites also run on.
+#: pgvector ANN index layouts besides the default (float32 HNSW) the suites also run on.
 PG_LAYOUTS = {
     "pgvector-halfvec": PgAnnSettings(vector_type="halfvec"),
     "pgvector-binary": PgAnnSettings(quantization="binary"),
-    "pgvector-halfvec-binary": PgAnnSettings(vector_type="halfvec", quantization="binary"),
 }
 
 

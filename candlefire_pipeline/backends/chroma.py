@@ -253,21 +253,29 @@ class ChromaBackend:
         return [_hits(result, q) for q in range(len(queries))]
 
     def substring_candidates(
-        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[ResultRow]:
+        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
-        variants = common.clean_variants(variants)
-        query = common.query_matrix(vector, self._known_model())[:1]
-        if not variants or common.matches_nothing(where) or self.count() == 0:
+        variants = common.check_variant_queries(variants, vectors)
+        if not variants:
             return []
-        result = self._collection.query(
-            query_embeddings=query,
-            n_results=n,
-            where=chroma_where(where),
-            where_document=chroma_where_document(variants),
-            include=["documents", "metadatas", "distances"],
-        )
-        return _hits(result, 0)
+        queries = common.query_matrix(vectors, self._known_model())
+        if common.matches_nothing(where) or self.count() == 0:
+            return [[] for _ in variants]
+        # one where_document per request: a query per variant, as candle-fire does
+        return [
+            _hits(
+                self._collection.query(
+                    query_embeddings=query[None, :],
+                    n_results=n,
+                    where=chroma_where(where),
+                    where_document=chroma_where_document([variant]),
+                    include=["documents", "metadatas", "distances"],
+                ),
+                0,
+            )
+            for variant, query in zip(variants, queries, strict=True)
+        ]
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)

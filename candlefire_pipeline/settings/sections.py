@@ -14,16 +14,20 @@ from candlefire_pipeline.settings.env import (
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    """candle-fire's retrieval constants; ranking must be identical on every backend."""
+    """candle-fire's retrieval constants (its config.py); ranking is identical on every backend."""
 
     rrf_k: int = 10
     rrf_top: int = 20
     rerank_top: int = 15
     rerank_doc_chars: int = 1800
+    #: papers kept by the semantic search (it reads the 2n most similar chunks)
+    semantic_n: int = 30
+    #: entity names searched (the first ones as given), chunks per name, papers kept
     entity_cap: int = 12
     entity_hits: int = 10
-    semantic_n: int = 20
-    keyword_n: int = 20
+    entity_n: int = 30
+    #: chunks per keyword variant (the keyword list itself has no overall cap)
+    keyword_hits: int = 10
     recency_start_year: int = 1990
     recency_end_year: int = 2025
     #: The factor at recency_end_year; later years keep the slope (2026 -> 1.514), not a cap.
@@ -32,7 +36,7 @@ class RetrievalSettings:
     reranker_model: str | None = None
 
 
-#: pgvector storage types of the embedding column (halfvec halves table and index size).
+#: Precision of pgvector's HNSW index (halfvec: half the index bytes; the column stays float32).
 PG_VECTOR_TYPES = ("vector", "halfvec")
 
 
@@ -68,6 +72,12 @@ class PgAnnSettings:
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        if self.vector_type == "halfvec" and self.quantization == "binary":
+            raise ValueError(
+                "CANDLEFIRE_PG_VECTOR_TYPE=halfvec (a half-precision HNSW index) and "
+                "CANDLEFIRE_PG_QUANTIZATION=binary (a binary-quantized one) choose two different "
+                "ANN indexes: set one of them"
+            )
         for name, value in (
             ("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor),
             ("CANDLEFIRE_HNSW_EF_SEARCH", self.ef_search),

@@ -1,4 +1,5 @@
-"""pgvector layouts (vector / halfvec, plain / binary-quantized HNSW) and per-stage ANN effort."""
+"""pgvector ANN index layouts (float32 / half-precision / binary HNSW over float32 vectors) and
+per-stage ANN effort."""
 
 from __future__ import annotations
 
@@ -45,11 +46,10 @@ def ann_index_def(store: PgVectorBackend) -> str:
     ("ann", "column", "index_words"),
     [
         (PgAnnSettings(), f"vector({DIM})", ["vector_cosine_ops"]),
-        (HALFVEC, f"halfvec({DIM})", ["halfvec_cosine_ops"]),
+        (HALFVEC, f"vector({DIM})", [f"halfvec({DIM})", "halfvec_cosine_ops"]),
         (BINARY, f"vector({DIM})", ["binary_quantize", f"bit({DIM})", "bit_hamming_ops"]),
-        (PG_LAYOUTS["pgvector-halfvec-binary"], f"halfvec({DIM})", ["binary_quantize"]),
     ],
-    ids=["vector", "halfvec", "binary", "halfvec-binary"],
+    ids=["vector", "halfvec", "binary"],
 )
 @pytest.mark.parametrize("bulk", [False, True], ids=["incremental", "first-build"])
 def test_layout_is_built_into_table_and_index(make_backend, ann, column, index_words, bulk):
@@ -60,16 +60,32 @@ def test_layout_is_built_into_table_and_index(make_backend, ann, column, index_w
     assert all(word in ann_index_def(store) for word in index_words)
     assert store.stored_layout() == Layout.of(ann)
     hits = store.semantic_candidates(vectors[[7]], 3)[0]
-    assert hits[0]["chunk_id"] == "7" and hits[0]["similarity"] == pytest.approx(1, abs=1e-3)
+    # every layout re-ranks (or ranks) by the float32 cosine: exact similarities
+    assert hits[0]["chunk_id"] == "7" and hits[0]["similarity"] == pytest.approx(1, abs=1e-6)
+
+
+def test_halfvec_and_binary_together_are_refused():
+    with pytest.raises(ValueError, match="choose two different ANN indexes"):
+        PgAnnSettings(vector_type="halfvec", quantization="binary")
+
+
+def test_a_halfvec_column_of_an_earlier_release_is_refused_with_the_way_out(make_backend, pg_dsn):
+    store = make_backend("pgvector")
+    table = store.names.ident().as_string(store.conn)
+    store.conn.execute(f"CREATE TABLE {table} (chunk_id text, embedding halfvec({DIM}))")
+    store.conn.commit()
+    assert store.stored_layout() == Layout("halfvec column", "none")
+    with pytest.raises(StoreLayoutError, match="halfvec column .*rebuild the store"):
+        store.semantic_candidates(unit_vectors(1, DIM), 3)
 
 
 @pytest.mark.parametrize(
     ("built_as", "read_as", "message"),
     [
-        (HALFVEC, PgAnnSettings(), "built as halfvec with HNSW but vector with HNSW"),
-        (PgAnnSettings(), HALFVEC, "built as vector with HNSW but halfvec with HNSW"),
-        (PgAnnSettings(), BINARY, "built as vector with HNSW but vector with binary-quantized"),
-        (BINARY, PgAnnSettings(), "built as vector with binary-quantized HNSW but vector with"),
+        (HALFVEC, PgAnnSettings(), "built with a half-precision HNSW index but an HNSW index"),
+        (PgAnnSettings(), HALFVEC, "built with an HNSW index but a half-precision HNSW index"),
+        (PgAnnSettings(), BINARY, "built with an HNSW index but a binary-quantized HNSW index"),
+        (BINARY, PgAnnSettings(), "built with a binary-quantized HNSW index but an HNSW index"),
     ],
     ids=["halfvec-as-vector", "vector-as-halfvec", "plain-as-binary", "binary-as-plain"],
 )
@@ -165,13 +181,12 @@ def test_ann_recall_against_the_exact_oracle(make_backend, name):
     # binary: candidates tied at the k*factor-th Hamming distance are an arbitrary pick on both,
     # and HNSW over a Hamming space full of ties is itself approximate (0.89-0.93 over runs)
     assert recall >= (0.85 if store.layout.quantization == "binary" else 0.97), recall
-    tolerance = 2e-3 if store.layout.vector_type == "halfvec" else 1e-5
     for hits, query in zip(found, queries, strict=True):
         sims = [h["similarity"] for h in hits]
         assert sims == sorted(sims, reverse=True) and len(hits) == k
         for hit in hits:
             exact_sim = float(vectors[int(hit["chunk_id"])] @ query)
-            assert hit["similarity"] == pytest.approx(exact_sim, abs=tolerance)
+            assert hit["similarity"] == pytest.approx(exact_sim, abs=1e-5)
 
 
 def current(store: PgVectorBackend, guc: str) -> str:
