@@ -11,6 +11,7 @@ import pytest
 pytest_plugins = [
     "candlefire_pipeline_tests.fixtures_backends",
     "candlefire_pipeline_tests.fixtures_ray",
+    "candlefire_pipeline_tests.fixtures_conformance",
 ]
 
 IN_CI = os.environ.get("CI", "").lower() == "true"

@@ -88,6 +88,7 @@ class ChromaBackend:
         token: str | None = None,
         ssl: bool = False,
         ca_bundle: Path | None = None,
+        ef_search: int = Settings.chroma_ef_search,
     ) -> None:
         """A local folder (`path`) or a server (`host`, `port`; `token` and TLS via a proxy)."""
         if common.check_substring_mode(substring_mode) == "ilike":
@@ -99,6 +100,7 @@ class ChromaBackend:
             raise ValueError("ChromaBackend needs exactly one of path (local) or host (server)")
         self.substring_mode = substring_mode
         self.collection_name = collection
+        self.ef_search = common.check_n(ef_search)
         server = ChromaServerAccess(host, port, token, ssl, ca_bundle) if host else None
         self._client = open_client(path, server)
         self._collection = self._open_collection()
@@ -107,15 +109,27 @@ class ChromaBackend:
     def _open_collection(self):
         collection = self._client.get_or_create_collection(
             self.collection_name,
-            configuration={"hnsw": {"space": "cosine"}},
+            configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search}},
             embedding_function=None,  # vectors are precomputed; no model path gets persisted
         )
+        self._apply_ef_search(collection)
         space = (collection.configuration_json.get("hnsw") or {}).get("space")
         if space != "cosine":
             raise ValueError(
                 f"Chroma collection {self.collection_name!r} uses {space!r} space, not cosine"
             )
         return collection
+
+    def _apply_ef_search(self, collection) -> None:
+        """Give an existing collection the configured search effort (Chroma reads it when a
+        client loads the index: a process that already had it open keeps the old value)."""
+        current = (collection.configuration_json.get("hnsw") or {}).get("ef_search")
+        if current is not None and current != self.ef_search:
+            collection.modify(configuration={"hnsw": {"ef_search": self.ef_search}})
+            log.warning(
+                "Chroma collection %s: hnsw ef_search %s -> %s (from the next client start)",
+                self.collection_name, current, self.ef_search,
+            )  # fmt: skip
 
     # model contract --------------------------------------------------------------------------
     def stored_model(self) -> tuple[str, int] | None:

@@ -12,6 +12,7 @@ read back from the catalog, a table built one way is never queried as the other.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 import psycopg
@@ -166,6 +167,42 @@ def stage_effort(ann: PgAnnSettings, stage: str, candidates: int) -> StageEffort
     ef = ann.ef_search_entities if stage == "entities" else ann.ef_search
     return StageEffort(min(MAX_EF_SEARCH, max(ef, candidates)), ann.iterative_scan,
                        ann.max_scan_tuples)  # fmt: skip
+
+
+class RowEstimate:
+    """How many chunks a table holds, from the statistics collector (no scan), re-read at most
+    every MAX_AGE seconds and after this process writes: it only picks exact scan vs HNSW."""
+
+    MAX_AGE = 30.0
+
+    def __init__(self) -> None:
+        self._rows: int | None = None
+        self._read_at = 0.0
+
+    def forget(self) -> None:
+        self._rows = None
+
+    def estimate(self, conn: psycopg.Connection, names) -> int:
+        """The table's row count, at most MAX_AGE seconds old."""
+        now = time.monotonic()
+        if self._rows is None or now - self._read_at > self.MAX_AGE:
+            self._rows, self._read_at = _live_rows(conn, names.ident()), now
+        return self._rows
+
+
+def _live_rows(conn: psycopg.Connection, table: sql.Identifier) -> int:
+    """Live rows per the statistics collector, or the planner's estimate, or a count."""
+    row = conn.execute(
+        "SELECT s.n_live_tup, c.reltuples FROM pg_class c "
+        "LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = to_regclass(%s)",
+        [table.as_string(conn)],
+    ).fetchone()
+    if row is None:
+        return 0
+    live, planner = row
+    if not live and planner < 0:  # never counted (statistics off, no ANALYZE yet)
+        return int(conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()[0])
+    return int(max(live or 0, planner))
 
 
 class SessionSettings:

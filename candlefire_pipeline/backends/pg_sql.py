@@ -174,20 +174,34 @@ def result_columns(alias: str = "c") -> sql.Composed:
 
 
 def semantic_query(
-    names: Names, where: Filter, vectors: list, n: int, layout: Layout, dim: int, candidates: int
+    names: Names,
+    where: Filter,
+    vectors: list,
+    n: int,
+    layout: Layout,
+    dim: int,
+    candidates: int,
+    exact: bool = False,
 ) -> tuple[sql.Composed, list]:
     """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector.
 
     With a compressed index (half precision, binary quantization) the HNSW walk orders by the
     index's distance for `candidates` rows, which are then re-ranked by exact cosine distance on
-    the stored float32 vectors. The vectors go as a
-    binary parameter (%b): pgvector-python's text form formats every float in Python (2.5 ms per
+    the stored float32 vectors. `exact` orders every row by its cosine distance instead (an
+    expression the HNSW index does not match, so no graph walk). The vectors go as a binary
+    parameter (%b): pgvector-python's text form formats every float in Python (2.5 ms per
     384-dim vector at load 13 here), which was most of the 12-name fan-out's client time.
     """
     conds, params = where_clause(where)
     query_vec = sql.SQL("q.vec")
     embedding = sql.SQL("c.embedding")
-    if layout.reranked:
+    if exact:
+        nearest = sql.SQL(
+            "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
+            "FROM {t} c WHERE {cond} ORDER BY (c.embedding <=> {q}) + 0 LIMIT %s"
+        )
+        limits = [n]
+    elif layout.reranked:
         nearest = sql.SQL(
             """SELECT {inner_cols}, c.embedding <=> {q} AS distance FROM (
                 SELECT * FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s

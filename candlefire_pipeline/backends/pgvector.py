@@ -16,6 +16,7 @@ from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, 
 from candlefire_pipeline.backends.pg_connect import open_connection
 from candlefire_pipeline.backends.pg_layout import (
     Layout,
+    RowEstimate,
     SessionSettings,
     check_layout,
     stage_effort,
@@ -52,6 +53,7 @@ class PgVectorBackend:
         self.bulk_rebuild_rows = bulk_rebuild_rows
         self._dsn = dsn
         self._session = SessionSettings()
+        self._rows = RowEstimate()
         self._conn = self._open()
         #: The model once the table is known to exist (and its layout checked); reads skip the
         #: catalog lookups then.
@@ -155,6 +157,7 @@ class PgVectorBackend:
                     [pmids],
                 )
                 pg_bulk.copy_rows(self.conn, self.names, rows, progress=progress)
+        self._rows.forget()
         return rows.num_rows
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
@@ -240,9 +243,11 @@ class PgVectorBackend:
         if stored is None or not len(queries) or common.matches_nothing(where):
             return out
         candidates = self.layout.candidates(n, self.ann.rerank_factor)
-        self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
+        exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
+        if not exact:
+            self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
         query, params = pg_sql.semantic_query(
-            self.names, where, list(queries), n, self.layout, stored[1], candidates
+            self.names, where, list(queries), n, self.layout, stored[1], candidates, exact
         )
         for row in self.conn.execute(query, params).fetchall():
             out[row[0] - 1].append(_result(row[1:]))

@@ -188,6 +188,16 @@ class StoreConformance:
     def passed(self) -> bool:
         return self.queries > 0 and self.differing == 0
 
+    def summary(self) -> str:
+        """One line: lists identical, explained as the recording's misses, differing; swaps."""
+        identical = sum(tally["identical"] for tally in self.counts.values())
+        missed = sum(tally["reference_miss"] for tally in self.counts.values())
+        return (
+            f"{self.queries} queries, {self.lists} checks: {identical} identical "
+            f"({self.swaps} tie swaps), {missed} where the recording's store missed "
+            f"{self.misses} neighbours, {self.differing} differing"
+        )
+
     def to_dict(self) -> dict:
         return {**asdict(self), "passed": self.passed, "differing": self.differing}
 

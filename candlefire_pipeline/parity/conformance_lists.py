@@ -51,6 +51,14 @@ def compare_lists(
     ours: Sequence[Row], expected: Sequence[Row], tol: float = TOLERANCE
 ) -> ListCheck:
     """identical (with the number of tie swaps) or differs (with the first difference)."""
+    theirs = {row[1]: row[2] for row in expected}
+    for row in ours:
+        if row[1] in theirs and abs(row[2] - theirs[row[1]]) > tol:
+            return ListCheck(
+                "differs",
+                detail=f"{row[1]} has similarity {row[2]:.6f} here, {theirs[row[1]]:.6f} in "
+                "candle-fire's list",
+            )
     at = first_difference(ours, expected, tol)
     if at is None:
         swaps = sum(a[:2] != b[:2] for a, b in zip(ours, expected, strict=True))
@@ -87,7 +95,8 @@ def explain_misses(
     its sub-query. If the recording holds a row the exact list lacks, it came from deeper in one
     pool (its chunk at the recorded similarity): a chunk above the pool's cut that the recording
     does not show was missed instead (the lowest such one). Misses only ever remove candidates,
-    so anything else cannot be explained.
+    and a store still returns all the candidates it was asked for, so anything else cannot be
+    explained.
     """
     left_out: dict[str, set[str]] = {}
     recorded: dict[str, list[float]] = {}
@@ -98,6 +107,8 @@ def explain_misses(
             key: [r for r in rows if r["chunk_id"] not in left_out.get(key, ())]
             for key, rows in pools.items()
         }
+        if any(len(pruned[key]) < min(cut, len(rows)) for key, rows in pools.items()):
+            return None  # the store would have returned fewer candidates than it was asked for
         rows = stage(pruned)
         at = first_difference(_as_rows(rows), expected, tol)
         if at is None:

@@ -133,6 +133,9 @@ class Settings:
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
+    #: hnsw ef_search of the Chroma collection: Chroma's (and candle-fire's) default 100; on the
+    #: 2,542-chunk conformance corpus 500 still misses neighbours on some builds, 1000 none
+    chroma_ef_search: int = 100
     #: The stores every ingest batch is applied to (and checks, status and the oracle cover).
     stores: tuple[str, ...] = DEFAULT_STORES
     #: None means: Qdrant local mode in data_dir/qdrant (one process at a time).
@@ -251,6 +254,7 @@ class Settings:
             chroma_host=env_str("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", cls.chroma_port),
             chroma_collection=env_str("CANDLEFIRE_CHROMA_COLLECTION", cls.chroma_collection),
+            chroma_ef_search=env_positive_int("CANDLEFIRE_CHROMA_EF_SEARCH", cls.chroma_ef_search),
             stores=parse_stores(env_str("CANDLEFIRE_STORES")),
             qdrant_url=env_str("CANDLEFIRE_QDRANT_URL"),
             qdrant_api_key=env_str("CANDLEFIRE_QDRANT_API_KEY"),

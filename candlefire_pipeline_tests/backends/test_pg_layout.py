@@ -3,6 +3,8 @@ per-stage ANN effort."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import psycopg
 import pytest
@@ -168,7 +170,8 @@ def test_ann_recall_against_the_exact_oracle(make_backend, name):
     """
     dim, k = 64, 10
     vectors = clustered(3_000, dim)
-    store = make_backend(name)
+    ann = replace(PG_LAYOUTS.get(name, PgAnnSettings()), full_scan_rows=0)  # the graph walk
+    store = make_backend("pgvector", ann=ann)
     store.replace_papers(make_rows([chunk(str(i)) for i in range(3_000)], vectors))
     queries = clustered(40, dim, seed=9)
     found = store.semantic_candidates(queries, k, stage="semantic")
@@ -193,8 +196,27 @@ def current(store: PgVectorBackend, guc: str) -> str:
     return store.conn.execute("SELECT current_setting(%s)", [guc]).fetchone()[0]
 
 
+def test_a_small_table_is_searched_exactly_and_a_large_one_through_the_graph(make_backend):
+    """Below full_scan_rows no graph walk can miss a neighbour (Qdrant's full_scan_threshold)."""
+    vectors = clustered(300, DIM)
+    small = make_backend("pgvector", ann=PgAnnSettings(full_scan_rows=300))
+    large = make_backend("pgvector", ann=PgAnnSettings(full_scan_rows=299, ef_search=3))
+    for store in (small, large):
+        store.replace_papers(make_rows([chunk(str(i)) for i in range(300)], vectors))
+        store.conn.execute("SELECT pg_stat_force_next_flush()")  # the estimate reads the stats
+    queries = clustered(30, DIM, seed=3)
+    wanted = [np.argsort(-(vectors @ q))[:10].tolist() for q in queries]
+    exact = small.semantic_candidates(queries, 10, stage="entities")
+    assert [[int(r["chunk_id"]) for r in hits] for hits in exact] == wanted
+    assert current(small, "hnsw.ef_search") == "40"  # no effort sent: no walk
+    large.semantic_candidates(queries, 10, stage="semantic")
+    assert current(large, "hnsw.ef_search") == "10"  # the walk, at max(ef, n)
+
+
 def test_each_stage_runs_with_its_own_effort(make_backend):
-    ann = PgAnnSettings(ef_search=120, ef_search_entities=15, max_scan_tuples=5_000)
+    ann = PgAnnSettings(
+        ef_search=120, ef_search_entities=15, max_scan_tuples=5_000, full_scan_rows=0
+    )
     store = make_backend("pgvector", ann=ann)
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     queries = unit_vectors(3, DIM, seed=4)
@@ -214,14 +236,16 @@ def test_each_stage_runs_with_its_own_effort(make_backend):
 
 
 def test_binary_walk_explores_every_candidate_it_reranks(make_backend):
-    store = make_backend("pgvector", ann=PgAnnSettings(quantization="binary", rerank_factor=30))
+    store = make_backend(
+        "pgvector", ann=PgAnnSettings(quantization="binary", rerank_factor=30, full_scan_rows=0)
+    )
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 20, stage="entities")
     assert current(store, "hnsw.ef_search") == "600"
 
 
 def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
-    store = make_backend("pgvector", ann=PgAnnSettings(ef_search=77))
+    store = make_backend("pgvector", ann=PgAnnSettings(ef_search=77, full_scan_rows=0))
     store.replace_papers(make_rows([chunk(str(i)) for i in range(5)], unit_vectors(5, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 3)
     pid = store.conn.info.backend_pid
@@ -235,9 +259,9 @@ def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
 
 
 def test_iterative_scan_fills_selective_filtered_queries(make_backend):
-    ann = PgAnnSettings(ef_search=10)
+    ann = PgAnnSettings(ef_search=10, full_scan_rows=0)
     relaxed = make_backend("pgvector", ann=ann)
-    off = make_backend("pgvector", ann=PgAnnSettings(ef_search=10, iterative_scan="off"))
+    off = make_backend("pgvector", ann=replace(ann, iterative_scan="off"))
     papers = [chunk(str(i), year=2020 if i % 25 == 0 else 1999) for i in range(1_000)]
     rows = make_rows(papers, unit_vectors(1_000, DIM, seed=5))
     where = Filter(min_year=2010)  # 40 of 1,000 chunks
