@@ -30,9 +30,9 @@ from benchmarks.load_chroma import add_in_batches
 from benchmarks.load_pg import PgLoads, Timing
 from benchmarks.load_qdrant import measure_qdrant, qdrant_markdown
 from benchmarks.load_rows import synthetic_rows
-from candlefire_pipeline.backends import pg_bulk
 from candlefire_pipeline.backends.common import rows_dim
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.settings import Settings
 
 #: Issue #14: the project bulk path at least as fast as the documented COPY, same run.

@@ -17,9 +17,9 @@ from psycopg import sql
 from benchmarks.helpers import chunk_recall, ms
 from benchmarks.retrieval_stores import load
 from benchmarks.retrieval_workload import answer_all, final_recall
-from candlefire_pipeline.backends import pg_bulk
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import PgAnnSettings
 

@@ -11,9 +11,9 @@ from psycopg import sql
 
 from benchmarks.retrieval_data import bench_dir
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_layout import StoreLayoutError
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import StoreLayoutError
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 logger = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pytest
 
 from candlefire_pipeline.backends.factory import BACKEND_NAMES, build_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.settings import PgAnnSettings
 

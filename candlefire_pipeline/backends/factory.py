@@ -14,15 +14,15 @@ BACKEND_NAMES = (*STORE_NAMES, "memory")
 def backend_class(name: str) -> type[VectorBackend]:
     """The class behind a backend name (imported on use: Chroma and Qdrant are heavy)."""
     if name == "pgvector":
-        from candlefire_pipeline.backends.pgvector import PgVectorBackend
+        from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 
         return PgVectorBackend
     if name == "chroma":
-        from candlefire_pipeline.backends.chroma import ChromaBackend
+        from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 
         return ChromaBackend
     if name == "qdrant":
-        from candlefire_pipeline.backends.qdrant import QdrantBackend
+        from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 
         return QdrantBackend
     if name == "memory":
@@ -40,7 +40,7 @@ def build_backend(name: str, *args, **options) -> VectorBackend:
 def open_backend(name: str, settings: Settings) -> VectorBackend:
     """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
     if name == "pgvector":
-        from candlefire_pipeline.backends.pg_server import resolve_dsn
+        from candlefire_pipeline.backends.pg.server import resolve_dsn
 
         return build_backend(
             "pgvector",

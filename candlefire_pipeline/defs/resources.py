@@ -10,7 +10,7 @@ from pydantic import PrivateAttr
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import resolve_dsn
+from candlefire_pipeline.backends.pg.server import resolve_dsn
 from candlefire_pipeline.embedding import EmbeddingCache, embedder_for, stage_embedder
 from candlefire_pipeline.settings import Settings
 

@@ -13,7 +13,7 @@ import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
 from candlefire_pipeline.operations.parity import (
     evaluate_report,
     latest_evaluation,

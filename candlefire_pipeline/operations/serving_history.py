@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_connect import connect
+from candlefire_pipeline.backends.pg.connect import connect
 from candlefire_pipeline.fsutil import write_atomic
 
 log = logging.getLogger(__name__)

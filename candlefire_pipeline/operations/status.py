@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import resolve_dsn
+from candlefire_pipeline.backends.pg.server import resolve_dsn
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
 from candlefire_pipeline.operations.serving_history import pending_entries
@@ -36,7 +36,7 @@ def _where(settings: Settings, store: str) -> str:
     if store == "pgvector":
         return redact_dsn(settings.pg_dsn)
     if store == "qdrant":
-        from candlefire_pipeline.backends.qdrant_server import redact_url
+        from candlefire_pipeline.backends.qdrant.server import redact_url
 
         return redact_url(settings.qdrant_url) if settings.qdrant_url else str(settings.qdrant_path)
     if settings.chroma_host:

@@ -12,7 +12,7 @@ from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.variants import term_variants
 
 #: Chroma's $contains is documented to run on a trigram index where shorter strings never match
-#: (chromadb 1.5.9 does not show it, see backends/chroma.py); a divergence it causes is named.
+#: (chromadb 1.5.9 does not show it, see backends/chroma/); a divergence it causes is named.
 SHORT_TERM_CHARS = 3
 LISTED_INVENTORY_CHUNKS = 50  # inventory divergences listed one by one; the rest are counted
 SUBSTRING_EVIDENCE_ROWS = 50  # chunks fetched to explain a grounding disagreement

@@ -9,12 +9,12 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.backends.qdrant import QdrantBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 
@@ -81,7 +81,7 @@ def test_embedded_server_is_reused_across_processes_and_stoppable(pg_dir):
     dsn = server.dsn
     pid = server.pid
     code = (
-        "from pathlib import Path; from candlefire_pipeline.backends.pg_server import "
+        "from pathlib import Path; from candlefire_pipeline.backends.pg.server import "
         f"EmbeddedPostgres as E; s = E(Path({str(pg_dir)!r})); print(s.dsn, s.pid)"
     )
     out = subprocess.run(

@@ -6,10 +6,10 @@ import numpy as np
 import psycopg
 import pytest
 
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
-from candlefire_pipeline.backends.pg_layout import Layout, StoreLayoutError
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import Layout, StoreLayoutError
 from candlefire_pipeline.settings import PgAnnSettings
 from candlefire_pipeline_tests.fixtures_backends import PG_LAYOUTS, chunk, make_rows, unit_vectors
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.ledger import expected_chunks

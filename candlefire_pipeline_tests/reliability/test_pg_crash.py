@@ -11,8 +11,8 @@ import psycopg
 from pgserver import pg_ctl
 
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline_tests.reliability.helpers import (
     WAIT_LIMIT_S,
     expected_hashes,

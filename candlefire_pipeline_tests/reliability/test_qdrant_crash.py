@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from candlefire_pipeline.backends import qdrant
 from candlefire_pipeline.backends.factory import build_backend
+from candlefire_pipeline.backends.qdrant import backend as qdrant
 from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, DELETED_SCHEMA, embedding_schema
 from candlefire_pipeline.operations.indexing import apply_batch, interrupted_batches

@@ -17,9 +17,9 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import RowProgress
-from candlefire_pipeline.backends.pg_copy import HEADER, TRAILER, copy_slices
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.copy import HEADER, TRAILER, copy_slices
 
 T = TypeVar("T")
 _DONE = object()

@@ -11,10 +11,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from psycopg import sql
 
-from candlefire_pipeline.backends import common, pg_bulk, pg_sql
+from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
-from candlefire_pipeline.backends.pg_connect import open_connection
-from candlefire_pipeline.backends.pg_layout import (
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.connect import open_connection
+from candlefire_pipeline.backends.pg.layout import (
     Layout,
     SessionSettings,
     check_layout,

@@ -24,14 +24,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from qdrant_client import models
 
-from candlefire_pipeline.backends import common, qdrant_local, qdrant_server
+from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
-from candlefire_pipeline.backends.qdrant_filters import (
+from candlefire_pipeline.backends.qdrant import local as qdrant_local
+from candlefire_pipeline.backends.qdrant import server as qdrant_server
+from candlefire_pipeline.backends.qdrant.filters import (
     PAYLOAD_INDEXES,
     pmid_filter,
     qdrant_filter,
 )
-from candlefire_pipeline.backends.qdrant_points import (
+from candlefire_pipeline.backends.qdrant.points import (
     contract,
     hits,
     payloads,

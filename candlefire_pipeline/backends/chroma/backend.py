@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
-from candlefire_pipeline.backends.chroma_client import ChromaServerAccess, open_client
+from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
