@@ -26,7 +26,7 @@ from candlefire_pipeline.backends.qdrant.filters import narrowing_tokens, qdrant
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.retrieval.variants import term_variants
-from candlefire_pipeline_tests.backends import qdrant_engine
+from candlefire_pipeline_tests.backends.qdrant import engine as qdrant_engine
 
 DIM = 384
 BATCH_SIZES = (64, 256, 1024, 4096)
