@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import asdict
 
 import pytest
 
 from candlefire_pipeline.backends.factory import backend_class
+from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.serving import read_state
 from candlefire_pipeline.settings import (
@@ -103,14 +105,24 @@ def test_an_unset_environment_gives_exactly_the_dataclass_defaults(monkeypatch, 
         ("pgvector", "hnsw_m", Settings.hnsw_m),
         ("pgvector", "hnsw_ef_construction", Settings.hnsw_ef_construction),
         ("pgvector", "table", Settings.pg_table),
+        ("pgvector", "substring_mode", Settings.substring_mode),
         ("qdrant", "hnsw_m", Settings.hnsw_m),
+        ("qdrant", "hnsw_ef_construction", Settings.hnsw_ef_construction),
         ("qdrant", "ef_search", PgAnnSettings.ef_search),
         ("qdrant", "lock_timeout", Settings.qdrant_lock_timeout),
+        ("qdrant", "collection", Settings.qdrant_collection),
+        ("qdrant", "substring_mode", Settings.substring_mode),
         ("chroma", "port", Settings.chroma_port),
         ("chroma", "collection", Settings.chroma_collection),
+        ("chroma", "substring_mode", Settings.substring_mode),
         ("memory", "substring_mode", Settings.substring_mode),
     ],
 )
 def test_a_backend_built_without_settings_has_the_settings_defaults(name, parameter, default):
+    """Drivers keep their own defaults (they never read the app's settings); these must agree."""
     signature = inspect.signature(backend_class(name))
     assert signature.parameters[parameter].default == default
+
+
+def test_the_pg_drivers_ann_defaults_are_the_settings_defaults():
+    assert asdict(AnnParams()) == asdict(PgAnnSettings())

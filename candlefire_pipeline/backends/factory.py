@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from candlefire_pipeline.backends.pg.layout import AnnParams
 
 #: Every persistent store an ingest batch can be applied to; Settings.stores picks the fed ones.
 STORE_NAMES = ("pgvector", "chroma", "qdrant")
@@ -37,6 +43,13 @@ def build_backend(name: str, *args, **options) -> VectorBackend:
     return backend_class(name)(*args, **options)
 
 
+def pg_ann_params(settings: Settings) -> AnnParams:
+    """The pgvector driver's ANN parameters from the validated CANDLEFIRE_PG_* / HNSW_* settings."""
+    from candlefire_pipeline.backends.pg.layout import AnnParams
+
+    return AnnParams(**asdict(settings.pg_ann))
+
+
 def open_backend(name: str, settings: Settings) -> VectorBackend:
     """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
     if name == "pgvector":
@@ -49,7 +62,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             substring_mode=settings.substring_mode,
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
-            ann=settings.pg_ann,
+            ann=pg_ann_params(settings),
         )
     if name == "chroma":
         local = settings.chroma_host is None

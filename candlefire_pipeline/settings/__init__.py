@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
+from candlefire_pipeline.redact import redact_dsn
 from candlefire_pipeline.settings.embedding import (
     DEFAULT_BULK_RUNTIME,
     DEFAULT_EMBED_EXECUTOR,
@@ -305,20 +306,6 @@ def backfill_partitions_per_run() -> int:
     return env_positive_int(
         "CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN", Settings.backfill_partitions_per_run
     )
-
-
-def redact_dsn(dsn: str | None) -> str:
-    """A DSN safe to log: host, port and database only, never user or password."""
-    if not dsn:
-        return "embedded"
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        parts = conninfo_to_dict(dsn)
-    except Exception:  # noqa: BLE001 - an unparsable DSN must still never be echoed
-        return "<unparsable dsn>"
-    host = parts.get("host") or "localhost"
-    return f"postgresql://{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
 
 
 def executor_mode() -> tuple[str, int]:

@@ -18,14 +18,14 @@ import pytest
 from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
-from candlefire_pipeline.settings import PgAnnSettings
 from candlefire_pipeline_tests.reliability.helpers import WAIT_LIMIT_S, expected_hashes, paper_rows
 
 TABLE = "first_build"
 LAYOUTS = {
-    "vector": PgAnnSettings(),
-    "halfvec-binary": PgAnnSettings(vector_type="halfvec", quantization="binary"),
+    "vector": AnnParams(),
+    "halfvec-binary": AnnParams(vector_type="halfvec", quantization="binary"),
 }
 
 

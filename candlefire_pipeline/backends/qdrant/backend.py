@@ -40,7 +40,6 @@ from candlefire_pipeline.backends.qdrant.points import (
     point_id,
     result_row,
 )
-from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +63,13 @@ class QdrantBackend:
         path: Path | None = None,
         url: str | None = None,
         api_key: str | None = None,
-        collection: str = Settings.qdrant_collection,
-        substring_mode: str = Settings.substring_mode,
+        collection: str = "candlefire_chunks",
+        substring_mode: str = "like",
         narrow: bool | None = None,
-        hnsw_m: int = Settings.hnsw_m,
-        hnsw_ef_construction: int = Settings.hnsw_ef_construction,
-        ef_search: int | None = PgAnnSettings.ef_search,
-        lock_timeout: float = Settings.qdrant_lock_timeout,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        ef_search: int | None = 200,
+        lock_timeout: float = 60.0,
         timeout: int = 60,
     ) -> None:
         if common.check_substring_mode(substring_mode) == "ilike":
