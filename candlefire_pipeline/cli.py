@@ -156,7 +156,7 @@ def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     backend = open_backend(args.store, settings)
     try:
         report = repair_store(backend, settings.batches_dir, apply=args.apply)
-    except Exception as exc:  # noqa: BLE001 - a store failing mid-repair is a report, not a trace
+    except Exception as exc:  # a store failing mid-repair is a report, not a trace
         print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             f"candlefire {args.command}: {exc} (pg: {redact_dsn(settings.pg_dsn)})", file=sys.stderr
         )
         return 2
-    except Exception as exc:  # noqa: BLE001 - an operator gets one line, never a traceback
+    except Exception as exc:  # an operator gets one line, never a traceback
         if args.command not in OPERATOR_COMMANDS:
             raise
         print(

@@ -11,7 +11,7 @@ def redact_dsn(dsn: str | None) -> str:
 
     try:
         parts = conninfo_to_dict(dsn)
-    except Exception:  # noqa: BLE001 - an unparsable DSN must still never be echoed
+    except Exception:  # an unparsable DSN must still never be echoed
         return "<unparsable dsn>"
     host = parts.get("host") or "localhost"
     return f"postgresql://{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"

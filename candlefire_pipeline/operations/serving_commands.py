@@ -54,7 +54,7 @@ def history_dsn(settings: Settings) -> str | None:
         return settings.pg_dsn
     try:
         return EmbeddedPostgres(settings.pg_data_dir).running_dsn()
-    except Exception as exc:  # noqa: BLE001 - an unreadable pid file must not stop a rollback
+    except Exception as exc:  # an unreadable pid file must not stop a rollback
         log.warning("embedded Postgres state unreadable (%s); history stays queued", exc)
         return None
 

@@ -63,7 +63,7 @@ def collect_status(settings: Settings) -> Status:
                     sync_history(settings, resolve_dsn(settings))
             finally:
                 backend.close()
-        except Exception as exc:  # noqa: BLE001 - any failure means unreachable, said plainly
+        except Exception as exc:  # any failure means unreachable, said plainly
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
     status.pending_history = pending_entries(settings.serving_pending_file)
     return status

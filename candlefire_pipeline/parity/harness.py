@@ -51,7 +51,7 @@ class _Run:
             return True, call()
         try:
             return True, call()
-        except Exception as exc:  # noqa: BLE001 - any failure of an evaluated store drops it
+        except Exception as exc:  # any failure of an evaluated store drops it
             log.warning("evaluated store %s left out of the parity run: %s", name, exc)
             self.unavailable[name] = f"{type(exc).__name__}: {exc}"
             self.retrievers.pop(name, None)

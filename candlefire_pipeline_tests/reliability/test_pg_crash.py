@@ -58,7 +58,7 @@ def _replace_in_thread(store: PgVectorBackend, rows) -> tuple[threading.Thread, 
     def run() -> None:
         try:
             outcome.append(store.replace_papers(rows))
-        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
+        except Exception as exc:  # the test inspects whatever was raised
             outcome.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)

@@ -134,5 +134,5 @@ def test_kill_9_during_a_first_build_converges_on_the_next_run(own_pg, schema_fi
 def _try(call, *args):
     try:
         return call(*args)
-    except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
+    except Exception as exc:  # the test inspects whatever was raised
         return exc

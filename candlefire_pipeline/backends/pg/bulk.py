@@ -78,7 +78,7 @@ def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
                 if stop.is_set():
                     return
                 ahead.put(item)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+        except BaseException as exc:  # handed to the consumer, raised there
             ahead.put(exc)
             return
         ahead.put(_DONE)
