@@ -10,6 +10,7 @@ from datetime import date
 from pathlib import Path
 
 from candlefire_pipeline.settings import Settings, redact_dsn
+from candlefire_pipeline.stores import BACKEND_NAMES
 
 log = logging.getLogger("candlefire")
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
@@ -193,12 +194,10 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--term", action="append", default=[])
     query.add_argument(
         "--backend",
-        choices=["serving", "pgvector", "chroma", "qdrant", "memory"],
+        choices=["serving", *BACKEND_NAMES],
         default="serving",
         help="serving (default) follows the switch exactly as the app does",
     )
-    from candlefire_pipeline.backends.factory import BACKEND_NAMES
-
     repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")

@@ -7,14 +7,10 @@ from typing import TYPE_CHECKING
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import BACKEND_NAMES
 
 if TYPE_CHECKING:
     from candlefire_pipeline.backends.pg.layout import AnnParams
-
-#: Every persistent store an ingest batch can be applied to; Settings.stores picks the fed ones.
-STORE_NAMES = ("pgvector", "chroma", "qdrant")
-#: Every backend that can be opened by name; "memory" is the exact in-process oracle.
-BACKEND_NAMES = (*STORE_NAMES, "memory")
 
 
 def backend_class(name: str) -> type[VectorBackend]:

@@ -8,6 +8,7 @@ from candlefire_pipeline.corpus.ledger import InventoryDiff, StoreLedger, diff_i
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
 from candlefire_pipeline.defs.store_assets import STORE_ASSETS, chroma_chunks, pgvector_chunks
 from candlefire_pipeline.defs.store_policies import STORE_POOLS
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 MAX_LISTED = 20
 
@@ -114,8 +115,8 @@ def build_store_checks(stores: Sequence[str]) -> list[dg.AssetChecksDefinition]:
             _ledger_check(asset, name, name, STORE_POOLS[name]),
             _dimension_check(asset, name, name),
         ]
-        if name == "chroma":
+        if name == REFERENCE:
             checks.append(stores_agree)
-        elif name != "pgvector":
+        elif name != CANDIDATE:
             checks.append(_agreement_check(asset, name))
     return checks

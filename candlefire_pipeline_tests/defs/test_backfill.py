@@ -6,9 +6,9 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
 from candlefire_pipeline.defs.partitions import ingest_batches
+from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.backfill_daemon import (
     RANGE_END,
