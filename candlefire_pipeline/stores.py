@@ -29,3 +29,7 @@ GATED_STORES = (REFERENCE, CANDIDATE)
 SERVABLE_STORES = GATED_STORES
 #: Fed stores that must be fed (canonical order, as CANDLEFIRE_STORES lists them).
 REQUIRED_STORES = tuple(name for name in STORE_NAMES if name in GATED_STORES)
+
+#: Substring semantics a store's keyword search can be asked for: "like" is case-sensitive (Chroma's
+#: $contains, Qdrant's MatchSubstring), "ilike" case-insensitive (the design doc's choice).
+SUBSTRING_MODES = ("like", "ilike")

@@ -20,7 +20,9 @@ from candlefire_pipeline.settings.embedding import (
     ray_settings,
 )
 from candlefire_pipeline.settings.env import (
+    check_choice,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_path,
@@ -38,7 +40,13 @@ from candlefire_pipeline.settings.sections import (
     PgAnnSettings,
     RetrievalSettings,
 )
-from candlefire_pipeline.stores import DEFAULT_STORES, REQUIRED_STORES, SERVABLE_STORES, STORE_NAMES
+from candlefire_pipeline.stores import (
+    DEFAULT_STORES,
+    REQUIRED_STORES,
+    SERVABLE_STORES,
+    STORE_NAMES,
+    SUBSTRING_MODES,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -169,8 +177,7 @@ class Settings:
 
     def embed_runtime(self, path: str) -> str:
         """The runtime configured for the "query" or "bulk" embedding path."""
-        if path not in EMBED_PATHS:
-            raise ValueError(f"embedding path must be one of {EMBED_PATHS}, got {path!r}")
+        check_choice("embedding path", path, EMBED_PATHS)
         return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
 
     @property
@@ -219,9 +226,6 @@ class Settings:
         """Settings from the environment; parity=False skips the gate thresholds (rollback must
         work even when one of them is misconfigured)."""
         data_dir = Path(env_str("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
-        mode = env_str("CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode).lower()
-        if mode not in ("like", "ilike"):
-            raise ValueError(f"CANDLEFIRE_SUBSTRING_MODE must be 'like' or 'ilike', got {mode!r}")
         return cls(
             data_dir=data_dir,
             drops_dir=Path(env_str("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
@@ -237,7 +241,9 @@ class Settings:
             ),
             pg_dsn=env_str("CANDLEFIRE_PG_DSN"),
             pg_table=env_str("CANDLEFIRE_PG_TABLE", cls.pg_table),
-            substring_mode=mode,
+            substring_mode=env_choice(
+                "CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode, SUBSTRING_MODES
+            ),
             hnsw_m=env_int("CANDLEFIRE_HNSW_M", cls.hnsw_m),
             hnsw_ef_construction=env_int(
                 "CANDLEFIRE_HNSW_EF_CONSTRUCTION", cls.hnsw_ef_construction
@@ -288,11 +294,9 @@ def _lookback_days() -> int:
 
 def _serving_override() -> str | None:
     value = env_str("CANDLEFIRE_SERVING_BACKEND")
-    if value is not None and value.lower() not in SERVABLE_STORES:
-        raise ValueError(
-            f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
-        )
-    return value.lower() if value else None
+    if value is None:
+        return None
+    return check_choice("CANDLEFIRE_SERVING_BACKEND", value.lower(), SERVABLE_STORES)
 
 
 def backfill_partitions_per_run() -> int:
@@ -304,11 +308,7 @@ def backfill_partitions_per_run() -> int:
 
 def executor_mode() -> tuple[str, int]:
     """("in_process" | "multiprocess", max_concurrent): in-process costs ~7 s less per step here."""
-    mode = env_str("CANDLEFIRE_EXECUTOR", "in_process")
-    if mode not in ("in_process", "multiprocess"):
-        raise ValueError(
-            f"CANDLEFIRE_EXECUTOR must be 'in_process' or 'multiprocess', got {mode!r}"
-        )
+    mode = env_choice("CANDLEFIRE_EXECUTOR", "in_process", ("in_process", "multiprocess"))
     return mode, env_int("CANDLEFIRE_MAX_CONCURRENT", 2)
 
 
