@@ -7,7 +7,6 @@ serving_backend asset, `candlefire rollback/promote`, the app-facing reader -- g
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import uuid
@@ -17,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.fsutil import file_lock, write_atomic
 from candlefire_pipeline.operations.serving_history import HistoryWrite, flush, queue_entry
 from candlefire_pipeline.parity.gates import GateResult, failed
 from candlefire_pipeline.settings import Settings
@@ -196,14 +195,8 @@ def _legacy_state(data: dict) -> str:
 @contextmanager
 def switch_lock(settings: Settings) -> Iterator[None]:
     """One writer of the switch (and its history queue) at a time, across processes."""
-    path = settings.serving_file.with_name(settings.serving_file.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(settings.serving_file.with_name(settings.serving_file.name + ".lock")):
+        yield
 
 
 def _current(settings: Settings, event: str) -> ServingState:
