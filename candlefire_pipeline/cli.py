@@ -151,17 +151,15 @@ def cmd_fetch(args: argparse.Namespace, settings: Settings, transport=None) -> i
 
 def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 when the store matches its ledger view (after --apply), 1 when it does not."""
-    from candlefire_pipeline.backends.factory import open_backend
+    from candlefire_pipeline.backends.factory import opened_backend
     from candlefire_pipeline.operations.repair import format_repair, repair_store
 
-    backend = open_backend(args.store, settings)
-    try:
-        report = repair_store(backend, settings.batches_dir, apply=args.apply)
-    except Exception as exc:  # a store failing mid-repair is a report, not a trace
-        print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        backend.close()
+    with opened_backend(args.store, settings) as backend:
+        try:
+            report = repair_store(backend, settings.batches_dir, apply=args.apply)
+        except Exception as exc:  # a store failing mid-repair is a report, not a trace
+            print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
     print(format_repair(report))
     return 0 if report.converged else 1
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -91,3 +93,13 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             lock_timeout=settings.qdrant_lock_timeout,
         )
     return build_backend(name, substring_mode=settings.substring_mode)
+
+
+@contextmanager
+def opened_backend(name: str, settings: Settings) -> Iterator[VectorBackend]:
+    """open_backend(name, settings) for the block; closed when it ends, also on an error."""
+    backend = open_backend(name, settings)
+    try:
+        yield backend
+    finally:
+        backend.close()

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks, snapshot
 from candlefire_pipeline.operations.indexing import apply_batch
@@ -76,20 +76,12 @@ def open_stores(**resources) -> Iterator[OpenedStores]:
 
 
 @contextmanager
-def _closing(backend: VectorBackend) -> Iterator[VectorBackend]:
-    try:
-        yield backend
-    finally:
-        backend.close()
-
-
-@contextmanager
 def open_named_stores(settings: Settings) -> Iterator[OpenedStores]:
     """Every fed store (Settings.stores) opened from settings (the CLI's way); closes them all."""
     with ExitStack() as stack:
         opened = OpenedStores()
         for name in settings.stores:
-            _open_into(opened, stack, name, lambda n=name: _closing(open_backend(n, settings)))
+            _open_into(opened, stack, name, lambda n=name: opened_backend(n, settings))
         yield opened
 
 

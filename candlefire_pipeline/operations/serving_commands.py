@@ -12,7 +12,7 @@ import logging
 import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
 from candlefire_pipeline.operations.parity import (
     evaluate_report,
@@ -33,6 +33,7 @@ from candlefire_pipeline.operations.serving import (
 )
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +113,8 @@ def promote(
 
 
 def _check_pgvector(settings: Settings) -> None:
-    backend = open_backend("pgvector", settings)
-    try:
+    with opened_backend(CANDIDATE, settings) as backend:
         backend.count()
-    finally:
-        backend.close()
 
 
 def _run_and_write_report(settings: Settings, embedder):
