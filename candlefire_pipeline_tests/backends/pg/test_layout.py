@@ -9,16 +9,16 @@ import numpy as np
 import psycopg
 import pytest
 
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
-from candlefire_pipeline.backends.pg_layout import Layout, StoreLayoutError
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import AnnParams, Layout, StoreLayoutError
 from candlefire_pipeline.settings import PgAnnSettings
 from candlefire_pipeline_tests.fixtures_backends import PG_LAYOUTS, chunk, make_rows, unit_vectors
 
 DIM = 8
-HALFVEC = PgAnnSettings(vector_type="halfvec")
-BINARY = PgAnnSettings(quantization="binary")
+HALFVEC = AnnParams(vector_type="halfvec")
+BINARY = AnnParams(quantization="binary")
 
 
 def clustered(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -47,7 +47,7 @@ def ann_index_def(store: PgVectorBackend) -> str:
 @pytest.mark.parametrize(
     ("ann", "column", "index_words"),
     [
-        (PgAnnSettings(), f"vector({DIM})", ["vector_cosine_ops"]),
+        (AnnParams(), f"vector({DIM})", ["vector_cosine_ops"]),
         (HALFVEC, f"vector({DIM})", [f"halfvec({DIM})", "halfvec_cosine_ops"]),
         (BINARY, f"vector({DIM})", ["binary_quantize", f"bit({DIM})", "bit_hamming_ops"]),
     ],
@@ -84,10 +84,10 @@ def test_a_halfvec_column_of_an_earlier_release_is_refused_with_the_way_out(make
 @pytest.mark.parametrize(
     ("built_as", "read_as", "message"),
     [
-        (HALFVEC, PgAnnSettings(), "built with a half-precision HNSW index but an HNSW index"),
-        (PgAnnSettings(), HALFVEC, "built with an HNSW index but a half-precision HNSW index"),
-        (PgAnnSettings(), BINARY, "built with an HNSW index but a binary-quantized HNSW index"),
-        (BINARY, PgAnnSettings(), "built with a binary-quantized HNSW index but an HNSW index"),
+        (HALFVEC, AnnParams(), "built with a half-precision HNSW index but an HNSW index"),
+        (AnnParams(), HALFVEC, "built with an HNSW index but a half-precision HNSW index"),
+        (AnnParams(), BINARY, "built with an HNSW index but a binary-quantized HNSW index"),
+        (BINARY, AnnParams(), "built with a binary-quantized HNSW index but an HNSW index"),
     ],
     ids=["halfvec-as-vector", "vector-as-halfvec", "plain-as-binary", "binary-as-plain"],
 )
@@ -170,7 +170,7 @@ def test_ann_recall_against_the_exact_oracle(make_backend, name):
     """
     dim, k = 64, 10
     vectors = clustered(3_000, dim)
-    ann = replace(PG_LAYOUTS.get(name, PgAnnSettings()), full_scan_rows=0)  # the graph walk
+    ann = replace(PG_LAYOUTS.get(name, AnnParams()), full_scan_rows=0)  # the graph walk
     store = make_backend("pgvector", ann=ann)
     store.replace_papers(make_rows([chunk(str(i)) for i in range(3_000)], vectors))
     queries = clustered(40, dim, seed=9)
@@ -199,8 +199,8 @@ def current(store: PgVectorBackend, guc: str) -> str:
 def test_a_small_table_is_searched_exactly_and_a_large_one_through_the_graph(make_backend):
     """Below full_scan_rows no graph walk can miss a neighbour (Qdrant's full_scan_threshold)."""
     vectors = clustered(300, DIM)
-    small = make_backend("pgvector", ann=PgAnnSettings(full_scan_rows=300))
-    large = make_backend("pgvector", ann=PgAnnSettings(full_scan_rows=299, ef_search=3))
+    small = make_backend("pgvector", ann=AnnParams(full_scan_rows=300))
+    large = make_backend("pgvector", ann=AnnParams(full_scan_rows=299, ef_search=3))
     for store in (small, large):
         store.replace_papers(make_rows([chunk(str(i)) for i in range(300)], vectors))
         store.conn.execute("SELECT pg_stat_force_next_flush()")  # the estimate reads the stats
@@ -214,9 +214,7 @@ def test_a_small_table_is_searched_exactly_and_a_large_one_through_the_graph(mak
 
 
 def test_each_stage_runs_with_its_own_effort(make_backend):
-    ann = PgAnnSettings(
-        ef_search=120, ef_search_entities=15, max_scan_tuples=5_000, full_scan_rows=0
-    )
+    ann = AnnParams(ef_search=120, ef_search_entities=15, max_scan_tuples=5_000, full_scan_rows=0)
     store = make_backend("pgvector", ann=ann)
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     queries = unit_vectors(3, DIM, seed=4)
@@ -237,7 +235,7 @@ def test_each_stage_runs_with_its_own_effort(make_backend):
 
 def test_binary_walk_explores_every_candidate_it_reranks(make_backend):
     store = make_backend(
-        "pgvector", ann=PgAnnSettings(quantization="binary", rerank_factor=30, full_scan_rows=0)
+        "pgvector", ann=AnnParams(quantization="binary", rerank_factor=30, full_scan_rows=0)
     )
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 20, stage="entities")
@@ -245,7 +243,7 @@ def test_binary_walk_explores_every_candidate_it_reranks(make_backend):
 
 
 def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
-    store = make_backend("pgvector", ann=PgAnnSettings(ef_search=77, full_scan_rows=0))
+    store = make_backend("pgvector", ann=AnnParams(ef_search=77, full_scan_rows=0))
     store.replace_papers(make_rows([chunk(str(i)) for i in range(5)], unit_vectors(5, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 3)
     pid = store.conn.info.backend_pid
@@ -259,7 +257,7 @@ def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
 
 
 def test_iterative_scan_fills_selective_filtered_queries(make_backend):
-    ann = PgAnnSettings(ef_search=10, full_scan_rows=0)
+    ann = AnnParams(ef_search=10, full_scan_rows=0)
     relaxed = make_backend("pgvector", ann=ann)
     off = make_backend("pgvector", ann=replace(ann, iterative_scan="off"))
     papers = [chunk(str(i), year=2020 if i % 25 == 0 else 1999) for i in range(1_000)]

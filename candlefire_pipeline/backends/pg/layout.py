@@ -19,7 +19,6 @@ import psycopg
 from psycopg import sql
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
-from candlefire_pipeline.settings import PgAnnSettings
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +27,28 @@ MAX_EF_SEARCH = 1000
 #: Candidates per row kept from a half-precision index walk: float16 moves a cosine by ~1e-4,
 #: so the exact top n sit within the first 2n half-precision ones.
 HALFVEC_CANDIDATES = 2
+
+
+@dataclass(frozen=True)
+class AnnParams:
+    """How the store keeps and searches its vectors; the app validates and maps its settings.
+
+    vector_type: "vector" | "halfvec" (HNSW over the float16 cast, 2n candidates re-ranked);
+    quantization: "none" | "binary" (HNSW over binary_quantize(), then n x rerank_factor
+    candidates re-ranked by exact cosine; exclusive with halfvec); ef_search /
+    ef_search_entities: hnsw.ef_search of the semantic stage and of the entity fan-out;
+    iterative_scan: "off" | "relaxed_order" | "strict_order" (pgvector >= 0.8); full_scan_rows:
+    a table of at most this many rows is searched exactly, without a graph walk (0 = never).
+    """
+
+    vector_type: str = "vector"
+    quantization: str = "none"
+    rerank_factor: int = 10
+    ef_search: int = 200
+    ef_search_entities: int = 40
+    iterative_scan: str = "relaxed_order"
+    max_scan_tuples: int = 20_000
+    full_scan_rows: int = 5_000
 
 
 class StoreLayoutError(DimensionMismatchError):
@@ -44,7 +65,7 @@ class Layout:
     quantization: str = "none"
 
     @classmethod
-    def of(cls, ann: PgAnnSettings) -> Layout:
+    def of(cls, ann: AnnParams) -> Layout:
         return cls(ann.vector_type, ann.quantization)
 
     @property
@@ -162,7 +183,7 @@ class StageEffort:
         }
 
 
-def stage_effort(ann: PgAnnSettings, stage: str, candidates: int) -> StageEffort:
+def stage_effort(ann: AnnParams, stage: str, candidates: int) -> StageEffort:
     """The effort of a stage; a walk for `candidates` rows explores at least that many."""
     ef = ann.ef_search_entities if stage == "entities" else ann.ef_search
     return StageEffort(min(MAX_EF_SEARCH, max(ef, candidates)), ann.iterative_scan,
