@@ -87,7 +87,7 @@ class ChromaBackend:
         token: str | None = None,
         ssl: bool = False,
         ca_bundle: Path | None = None,
-        ef_search: int = Settings.chroma_ef_search,
+        ef_search: int = 100,
     ) -> None:
         """A local folder (`path`) or a server (`host`, `port`; `token` and TLS via a proxy)."""
         if common.check_substring_mode(substring_mode) == "ilike":
