@@ -33,6 +33,8 @@ from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.stages import merged
 from candlefire_pipeline.retrieval.variants import term_variants
 
+#: What a check can find: see check_stage.
+VERDICTS = ("identical", "reference_miss", "store_miss", "differs")
 #: Every check of one query, in report order.
 CHECKS = ("variants", "keyword_terms", "grounding", *STAGES, "rrf_top20", "rrf_of_recording")
 #: Candidates beyond a stage's cut kept per sub-query to explain the recording's misses.
@@ -95,18 +97,23 @@ class ExactPools:
 def check_stage(
     name: str, retrieval: Retrieval, recorded: list[Row], exact: ExactPools | None
 ) -> ListCheck:
+    """identical; reference_miss (the store answers exactly, candle-fire's recording lacks true
+    neighbours); store_miss (the store's own index lacks true neighbours); or differs."""
     ours = _rows(getattr(retrieval, _STAGE_FIELDS[name]))
     check = compare_lists(ours, recorded)
     if check.verdict == "identical" or exact is None:
         return check
     pools, stage, cut = exact.stage(name, retrieval)
     if compare_lists(ours, _rows(stage(pools))).verdict != "identical":
+        own = explain_misses(ours, pools, stage, cut)
+        if own is not None:
+            return ListCheck("store_miss", misses=own, detail=check.detail + "; the store's "
+                             f"index missed {own} neighbours the exact search finds")  # fmt: skip
         return ListCheck("differs", detail=check.detail + "; the store's list is not the exact one")
     misses = explain_misses(recorded, pools, stage, cut)
     if misses is None:
-        return ListCheck(
-            "differs", detail=check.detail + "; not explained by misses of the recording"
-        )
+        detail = check.detail + "; not explained by misses of the recording"
+        return ListCheck("differs", detail=detail)
     return ListCheck("reference_miss", misses=misses, detail=check.detail)
 
 
@@ -168,17 +175,22 @@ class StoreConformance:
     def add(self, query_id: str, checks: dict[str, ListCheck]) -> None:
         self.queries += 1
         for name, check in checks.items():
-            tally = self.counts.setdefault(name, {"identical": 0, "reference_miss": 0,
-                                                  "differs": 0})  # fmt: skip
+            tally = self.counts.setdefault(name, dict.fromkeys(VERDICTS, 0))
             tally[check.verdict] += 1
             self.swaps += check.swaps
-            self.misses += check.misses
-            if check.verdict == "differs":
+            if check.verdict == "reference_miss":
+                self.misses += check.misses
+            if check.verdict in ("differs", "store_miss"):
                 self.failures.append({"query_id": query_id, "check": name, "detail": check.detail})
 
     @property
     def differing(self) -> int:
-        return sum(tally["differs"] for tally in self.counts.values())
+        """Checks that are not candle-fire's answer: wrong semantics or the store's ANN misses."""
+        return sum(tally["differs"] + tally["store_miss"] for tally in self.counts.values())
+
+    def verdicts(self) -> dict[str, int]:
+        """Every verdict summed over the checks."""
+        return {v: sum(tally[v] for tally in self.counts.values()) for v in VERDICTS}
 
     @property
     def lists(self) -> int:
@@ -190,12 +202,12 @@ class StoreConformance:
 
     def summary(self) -> str:
         """One line: lists identical, explained as the recording's misses, differing; swaps."""
-        identical = sum(tally["identical"] for tally in self.counts.values())
-        missed = sum(tally["reference_miss"] for tally in self.counts.values())
+        found = self.verdicts()
         return (
-            f"{self.queries} queries, {self.lists} checks: {identical} identical "
-            f"({self.swaps} tie swaps), {missed} where the recording's store missed "
-            f"{self.misses} neighbours, {self.differing} differing"
+            f"{self.queries} queries, {self.lists} checks: {found['identical']} identical "
+            f"({self.swaps} tie swaps), {found['reference_miss']} where candle-fire's store "
+            f"missed {self.misses} neighbours, {found['store_miss']} where this store's index "
+            f"missed some, {found['differs']} differing"
         )
 
     def to_dict(self) -> dict:

@@ -28,7 +28,7 @@ Row = tuple[str, str, float]
 
 @dataclass(frozen=True)
 class ListCheck:
-    verdict: str  # "identical" | "reference_miss" | "differs"
+    verdict: str  # "identical" | "reference_miss" | "store_miss" | "differs"
     swaps: int = 0
     misses: int = 0
     detail: str = ""

@@ -33,6 +33,9 @@ GATES: dict[str, str] = {
     "chunk_counts_equal": "Reference and candidate hold the same chunk ids with the same content.",
     "stores_hold_current_versions": "Reference and candidate hold exactly the ledger's current "
     "version of every paper (the chunk ids and content hashes of the batches applied).",
+    "candlefire_conformance": "The candidate answers candle-fire's recorded queries as "
+    "candle-fire's own retriever did, every stage of every query (only ties within 1e-5 may "
+    "swap; neighbours candle-fire's own Chroma graph missed are proven so); no fixtures = FAIL.",
 }
 
 
@@ -67,6 +70,7 @@ def evaluate_gates(
         _ann_recall(report, thresholds),
         _chunk_counts_equal(report),
         _current_versions(report),
+        _conformance(report),
     ]
 
 
@@ -207,6 +211,26 @@ def _current_versions(report: ParityReport) -> GateResult:
         for s, kinds in off.items()
     )
     return GateResult(name, total == 0, float(total), 0.0, detail)
+
+
+def _conformance(report: ParityReport) -> GateResult:
+    name, store = "candlefire_conformance", report.candidate
+    found = (report.conformance or {}).get(store)
+    if not found:
+        return GateResult(name, False, 1.0, 0.0, f"unknown: the report has no conformance of "
+                          f"{store}; re-run parity_report")  # fmt: skip
+    if "error" in found:
+        return GateResult(name, False, 1.0, 0.0, f"{store}: {found['error']}")
+    differing, queries = int(found["differing"]), int(found["queries"])
+    if queries == 0:
+        return GateResult(name, False, 1.0, 0.0, f"{store}: no recorded query was checked")
+    checks = sum(sum(tally.values()) for tally in found["counts"].values())
+    detail = f"{store}: {checks - differing} of {checks} checks of {queries} recorded queries " \
+        f"as candle-fire answered ({found['swaps']} tie swaps)"  # fmt: skip
+    if differing:
+        first = found["failures"][0]
+        detail += f"; first difference: {first['query_id']} {first['check']}: {first['detail']}"
+    return GateResult(name, differing == 0, float(differing), 0.0, detail)
 
 
 def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:

@@ -55,6 +55,13 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
 
 
+def default_conformance_dir() -> Path:
+    """candle-fire's recorded conformance fixtures: under CANDLEFIRE_SHARED_DATA when set (CI
+    sets it), else in the shared data beside the checkout (../shared/data)."""
+    shared = env_str("CANDLEFIRE_SHARED_DATA", str(REPO_ROOT.parent / "shared" / "data"))
+    return Path(shared) / "candlefire_conformance"
+
+
 __all__ = [
     "DEFAULT_BULK_RUNTIME",
     "DEFAULT_EMBED_EXECUTOR",
@@ -165,6 +172,10 @@ class Settings:
     ingest: IngestLimits = field(default_factory=IngestLimits)
     #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
     serving_override: str | None = None
+    #: candle-fire's recorded answers the conformance gate checks every store against
+    conformance_dir: Path = field(default_factory=default_conformance_dir)
+    #: where conformance results are kept per code + store configuration; None: cache/conformance
+    conformance_cache_override: Path | None = None
 
     @property
     def batches_dir(self) -> Path:
@@ -182,6 +193,10 @@ class Settings:
         """The runtime configured for the "query" or "bulk" embedding path."""
         check_choice("embedding path", path, EMBED_PATHS)
         return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
+
+    @property
+    def conformance_cache_dir(self) -> Path:
+        return self.conformance_cache_override or self.cache_dir / "conformance"
 
     @property
     def chroma_path(self) -> Path:
@@ -276,6 +291,8 @@ class Settings:
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
             serving_override=_serving_override(),
+            conformance_dir=env_path("CANDLEFIRE_CONFORMANCE_DIR") or default_conformance_dir(),
+            conformance_cache_override=env_path("CANDLEFIRE_CONFORMANCE_CACHE"),
         )
 
 

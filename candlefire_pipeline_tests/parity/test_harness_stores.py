@@ -18,6 +18,7 @@ from candlefire_pipeline.retrieval.retriever import TIMING_STAGES
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import SlowReads
 from candlefire_pipeline_tests.parity.demo_stores import ABSTRACT_ONLY_PMID, EMBEDDER, retrievers
+from candlefire_pipeline_tests.parity.test_gates import conformance
 
 STORES = ("chroma", "pgvector", "qdrant")
 #: Not every packaged query: each store's run costs a local-mode Qdrant scan per term.
@@ -120,6 +121,7 @@ def judged(report: ParityReport) -> list[tuple]:
     ledger = {s: {"b1": 1.0} for s in ("chroma", "pgvector")}
     report.ledger = {"read_at": report.created_at, "applied": ledger}
     report.store_diffs = {s: {"missing": 0, "orphaned": 0, "stale": 0} for s in report.stores()}
+    report.conformance = {"pgvector": conformance()}  # the harness alone runs no conformance
     thresholds = ParityThresholds(min_corpus_chunks=10, min_queries_with_results=5)
     return [dataclasses.astuple(g) for g in evaluate_gates(report, thresholds, ledger)]
 

@@ -46,14 +46,18 @@ def test_an_old_report_loads_renders_and_round_trips(old, tmp_path):
     assert load_latest(tmp_path) == report
 
 
-def test_an_old_report_is_judged_exactly_as_it_was(old):
+def test_an_old_report_is_judged_as_it_was_and_cannot_flip_without_conformance(old):
     report = ParityReport.from_dict(old)
     ledger = old["ledger"]["applied"]
     thresholds = ParityThresholds(**old["thresholds"])
-    now = evaluate_gates(report, thresholds, ledger)
-    assert [dataclasses.astuple(g) for g in now] == [
-        dataclasses.astuple(g) for g in gates_from_dicts(old["gates"])
-    ]
+    now = {g.name: g for g in evaluate_gates(report, thresholds, ledger)}
+    # every gate it was judged by judges it the same way ...
+    for then in gates_from_dicts(old["gates"]):
+        assert dataclasses.astuple(now.pop(then.name)) == dataclasses.astuple(then)
+    # ... and the conformance gate, younger than the report, finds no evidence in it
+    assert list(now) == ["candlefire_conformance"]
+    assert not now["candlefire_conformance"].passed
+    assert now["candlefire_conformance"].detail.startswith("unknown")
 
 
 def test_status_and_the_serving_reader_read_an_old_report(tmp_path, monkeypatch, pg_dsn):
