@@ -76,6 +76,10 @@ def _pmids(rows: Iterable[dict]) -> list[str]:
     return [row["pmid"] for row in rows]
 
 
+def _chunk_order(row: dict) -> tuple[str, int]:
+    return row["pmid"], row["chunk_index"]
+
+
 class _Stopwatch:
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
@@ -212,20 +216,21 @@ class Retriever:
         rows = self.backend.fetch(Filter(pmids=(pmid,), abstract_only=True))
         return rows[0] if rows else None
 
-    def paper_texts_for_pmids(self, pmids: Iterable[str]) -> dict[str, str]:
-        """pmid -> every stored chunk of the paper, abstract chunk first, joined by blank lines."""
-        wanted = tuple(dict.fromkeys(pmids))
+    def paper_texts_for_pmids(self, pmids: Iterable[str]) -> dict[str, dict[str, str]]:
+        """candle-fire's shape: pmid -> {"abstract": the chunk_index 0 document, "full": every
+        stored chunk in chunk order joined by newlines}, "" for a paper not stored."""
+        wanted = tuple(p for p in dict.fromkeys(pmids) if p)
         if not wanted:
             return {}
-        chunks: dict[str, list[dict]] = {}
-        for row in self.backend.fetch(Filter(pmids=wanted)):
-            chunks.setdefault(row["pmid"], []).append(row)
-        return {
-            pmid: "\n\n".join(
-                row["document"] for row in sorted(rows, key=lambda row: row["chunk_index"])
-            )
-            for pmid, rows in chunks.items()
-        }
+        out = {pmid: {"abstract": "", "full": ""} for pmid in wanted}
+        parts: dict[str, list[str]] = {pmid: [] for pmid in wanted}
+        for row in sorted(self.backend.fetch(Filter(pmids=wanted)), key=_chunk_order):
+            parts[row["pmid"]].append(row["document"])
+            if row["chunk_index"] == 0:
+                out[row["pmid"]]["abstract"] = row["document"]
+        for pmid, docs in parts.items():
+            out[pmid]["full"] = "\n".join(docs)
+        return out
 
     # the app's search path --------------------------------------------------------
     def retrieve(

@@ -133,10 +133,14 @@ def test_get_paper_and_paper_texts(retriever):
     paper = retriever.get_paper("1003")
     assert paper["chunk_id"] == "1003_s0" and paper["chunk_index"] == 0
     assert retriever.get_paper("999999") is None
-    texts = retriever.paper_texts_for_pmids(["1003", "1001", "999999"])
+    texts = retriever.paper_texts_for_pmids(["1003", "1001", "999999", ""])
     assert texts == {
-        "1003": "Synaptic regeneration compound\n\nSPG-302 grip strength ALS",
-        "1001": "SPG302 synaptic ALS mice",
+        "1003": {
+            "abstract": "Synaptic regeneration compound",
+            "full": "Synaptic regeneration compound\nSPG-302 grip strength ALS",
+        },
+        "1001": {"abstract": "SPG302 synaptic ALS mice", "full": "SPG302 synaptic ALS mice"},
+        "999999": {"abstract": "", "full": ""},  # candle-fire answers every pmid asked
     }
     assert retriever.paper_texts_for_pmids([]) == {}
 
