@@ -94,7 +94,6 @@ class EmbeddedPostgres:
             stale.global_process_id_list.get_and_remove(os.getpid())
         self._server = None
 
-
     def _owner(self) -> str | None:
         """Who pg_ctl must run as: the data directory's owner when we are root (a directory
         not yet adopted still belongs to the previous wheel's user)."""
