@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from psycopg import sql
 
-from candlefire_pipeline.backends import common, pg_bulk, pg_sql
+from candlefire_pipeline.backends import common, pg_bulk, pg_health, pg_sql
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.pg_connect import open_connection
 from candlefire_pipeline.backends.pg_layout import (
@@ -155,6 +155,7 @@ class PgVectorBackend:
                 pg_bulk.copy_rows(
                     self.conn, self.names, rows, self.layout.vector_type, progress=progress
                 )
+        pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
         return rows.num_rows
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
