@@ -1,5 +1,5 @@
 """pgvector storage per row for vector / halfvec / binary-quantized HNSW, and HNSW build time at
-three table sizes, on the embedded Postgres 18 + pgvector 0.8.2.
+three table sizes, on the embedded Postgres 18.6 + pgvector 0.8.6.
 
 Only the parts that scale with the vector: the vector column's heap bytes per row and the ANN
 index bytes per row (384 and 768 dims), plus the text part of a row (real chunk documents with

