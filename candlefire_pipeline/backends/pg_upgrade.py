@@ -18,9 +18,11 @@ import signal
 from pathlib import Path
 
 import psutil
+import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg_connect import connect
 from candlefire_pipeline.backends.pg_version import FIXES, parse_version
 
@@ -106,7 +108,12 @@ def upgrade_vector_extension(dsn: str) -> list[str]:
         )]  # fmt: skip
     done = []
     for database in databases:
-        line = _upgrade_database(make_conninfo(dsn, dbname=database), database)
+        try:
+            line = _upgrade_database(make_conninfo(dsn, dbname=database), database)
+        except (BackendUnavailableError, psycopg.Error) as exc:
+            # e.g. a database dropped meanwhile; the next start tries again
+            log.warning("pgvector upgrade of database %r not done: %s", database, exc)
+            continue
         if line:
             done.append(line)
     return done
