@@ -237,7 +237,7 @@ def pgvector_version(report: ParityReport, now: ServerVersions | None) -> GateRe
             f"{now.pgvector}: re-run parity_report"
         )
     else:
-        detail = f"pgvector {ran_on.pgvector} when the report ran, {now.pgvector} now ({floor})"
+        detail = f"{ran_on.pgvector} when the report ran, {now.pgvector} now ({floor})"
     return GateResult(name, lacking == 0, float(lacking), 0.0, detail)
 
 
@@ -249,15 +249,31 @@ def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
-def gate_table_markdown(gates: list[GateResult]) -> str:
-    """The gate table as Markdown (report page, Dagster metadata)."""
+#: The Dagster UI shows a Markdown metadata value inline only below this many characters (else
+#: behind a "[Show Markdown]" dialog).
+INLINE_MARKDOWN_CHARS = 1000
 
-    def cell(value: str) -> str:
+
+def gate_table_markdown(gates: list[GateResult], limit: int | None = None) -> str:
+    """The gate table as Markdown (report page, Dagster metadata); with `limit`, each detail is
+    cut short (…) until the table fits (the full details stay in the report)."""
+
+    def cell(value: str, width: int) -> str:
+        value = value if len(value) <= width else value[: width - 1] + "…"
         return value.replace("|", "\\|").replace("\n", " ")
 
-    lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in gate_rows(gates)]
-    return "\n".join(lines)
+    rows = gate_rows(gates)
+    width = max((len(row[4]) for row in rows), default=0)
+    while True:
+        lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
+        lines += [
+            "| " + " | ".join([*(cell(v, len(v)) for v in row[:4]), cell(row[4], width)]) + " |"
+            for row in rows
+        ]
+        table = "\n".join(lines)
+        if limit is None or len(table) < limit or width <= 8:
+            return table
+        width -= 4
 
 
 def format_gate_table(gates: list[GateResult]) -> str:

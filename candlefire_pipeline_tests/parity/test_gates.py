@@ -9,6 +9,7 @@ import pytest
 from candlefire_pipeline.backends.pg_version import ServerVersions
 from candlefire_pipeline.parity.gates import (
     GATES,
+    INLINE_MARKDOWN_CHARS,
     evaluate_gates,
     failed,
     format_gate_table,
@@ -179,7 +180,7 @@ BETWEEN = ServerVersions("17.2", "0.8.3", "0.8.3")
 @pytest.mark.parametrize(
     "ran_on, now, passed, value, shown",
     [
-        (CURRENT, CURRENT, True, 0.0, "pgvector 0.8.6 when the report ran, 0.8.6 now"),
+        (CURRENT, CURRENT, True, 0.0, "0.8.6 when the report ran, 0.8.6 now (floor 0.8.4)"),
         (ServerVersions("18.6", "0.8.4"), ServerVersions("18.6", "0.8.4"), True, 0.0, "0.8.4 now"),
         (CURRENT, OLD, False, 2.0, "0.8.3 (possible HNSW index corruption during vacuum) and "
          "0.8.4 (the `hnsw graph not repaired` error when vacuuming HNSW)"),
@@ -207,3 +208,14 @@ def test_the_version_floor_is_unknown_when_nothing_is_read():
     """No versions read now (the default) is never a pass."""
     gates = evaluate_gates(synthetic(), ParityThresholds(), LEDGER)
     assert failed(gates) == ["pgvector_version"]
+
+
+def test_the_metadata_gate_table_fits_the_ui_inline_limit_even_when_every_gate_fails():
+    """Long failure details are cut (…) so the table stays under the UI's inline limit."""
+    failing = synthetic(grounding=0.5, overlap=0.1, ann=0.1, counts=(CHUNKS, 3), differing=9)
+    gates = evaluate_gates(failing, ParityThresholds(), {"x": {"b9": 1.0}}, OLD)
+    assert len(gate_table_markdown(gates)) > INLINE_MARKDOWN_CHARS  # the full table does not
+    short = gate_table_markdown(gates, INLINE_MARKDOWN_CHARS)
+    assert len(short) < INLINE_MARKDOWN_CHARS and "…" in short
+    assert [line.split("|")[1].strip() for line in short.splitlines()[2:]] == list(GATES)
+    assert [line.split("|")[2].strip() for line in short.splitlines()[2:]].count("FAIL") >= 6
