@@ -33,8 +33,8 @@ from benchmarks.retrieval_data import (
 from benchmarks.retrieval_stores import embedded_postgres
 from benchmarks.retrieval_workload import MemoEmbedder, latency_workload
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_health import estimate_fresh_sizes, table_health
-from candlefire_pipeline.backends.pg_version import read_versions
+from candlefire_pipeline.backends.pg.health import estimate_fresh_sizes, table_health
+from candlefire_pipeline.backends.pg.version import read_versions
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.settings import Settings
 

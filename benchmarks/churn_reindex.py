@@ -7,8 +7,8 @@ import threading
 import time
 
 from benchmarks.churn_soak import timed_answers
-from candlefire_pipeline.backends.pg_connect import connect
-from candlefire_pipeline.backends.pg_health import reindex_concurrently, table_health
+from candlefire_pipeline.backends.pg.connect import connect
+from candlefire_pipeline.backends.pg.health import reindex_concurrently, table_health
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.retrieval.retriever import Retriever
 
@@ -39,7 +39,7 @@ def retrieve_during_reindex(dsn: str, store, embedder, requests) -> dict:
         try:
             retriever.retrieve(request.query, request.entities, request.terms)
             seconds.append(time.perf_counter() - started)
-        except Exception as exc:  # noqa: BLE001 - every failure is counted, the first one named
+        except Exception as exc:  # every failure is counted, the first one named
             errors += 1
             first_error = first_error or f"{type(exc).__name__}: {exc}"
     worker.join()

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from benchmarks.retrieval_workload import ExactAnnOracle, answer_all, final_recall
-from candlefire_pipeline.backends.pg_health import table_health, vacuum
+from candlefire_pipeline.backends.pg.health import table_health, vacuum
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.retrieval.retriever import Retriever
 

@@ -1,26 +1,28 @@
 """`candlefire maintain`: the index health of every fed store, and what to do about it.
 
-pgvector: dead tuples, last (auto)vacuum, index sizes with a bloat estimate (pg_health: the same
-index built on a sample of the live rows); VACUUM when dead tuples pass VACUUM_DEAD_RATIO, and
-`REINDEX INDEX CONCURRENTLY` when an HNSW or GIN index passes REINDEX_BLOAT. Chroma and Qdrant:
-what their APIs expose (counts, index settings, optimizer state; Chroma's `chroma vacuum` runs
-offline only). A dry run by default; `apply` runs the pgvector actions, none of which blocks a
-read or a write (docs/BENCHMARKS.md: retrieve() during a concurrent REINDEX).
+pgvector: dead tuples, last (auto)vacuum, index sizes with a bloat estimate (backends/pg/health:
+the same index built on a sample of the live rows); VACUUM when dead tuples pass
+VACUUM_DEAD_RATIO, and `REINDEX INDEX CONCURRENTLY` when an HNSW or GIN index passes
+REINDEX_BLOAT. Chroma and Qdrant: what their APIs expose (counts, index settings, optimizer
+state; Chroma's `chroma vacuum` runs offline only). A dry run by default; `apply` runs the
+pgvector actions, none of which blocks a read or a write (docs/BENCHMARKS.md: retrieve() during
+a concurrent REINDEX).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from candlefire_pipeline.backends import pg_health
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +157,7 @@ def qdrant_health(backend) -> StoreHealth:
 
 
 CHECKS: dict[str, Callable] = {
-    "pgvector": pgvector_health, "chroma": chroma_health, "qdrant": qdrant_health,
+    PGVECTOR: pgvector_health, CHROMA: chroma_health, QDRANT: qdrant_health,
 }  # fmt: skip
 
 
@@ -169,19 +171,10 @@ def apply_action(backend, action: Action) -> None:
             pg_health.reindex_concurrently(backend.conn, action.target)
         action.done = True
         log.warning("maintain: %s %s done (%s)", action.kind, action.target, action.reason)
-    except Exception as exc:  # noqa: BLE001 - one failed action is reported, not fatal
+    except Exception as exc:  # one failed action is reported, not fatal
         action.error = f"{type(exc).__name__}: {exc}"
         log.warning("maintain: %s %s failed: %s", action.kind, action.target, action.error)
     action.seconds = round(time.perf_counter() - started, 2)
-
-
-@contextmanager
-def _opened(name: str, settings: Settings) -> Iterator:
-    backend = open_backend(name, settings)
-    try:
-        yield backend
-    finally:
-        backend.close()
 
 
 def maintain(
@@ -193,13 +186,13 @@ def maintain(
 
     open_store(name) opens a store as a context manager (default: from settings; the Dagster
     asset passes its resources')."""
-    open_store = open_store or (lambda name: _opened(name, settings))
+    open_store = open_store or (lambda name: opened_backend(name, settings))
     report = MaintenanceReport(datetime.now(UTC).isoformat(), apply, [])
     for store in settings.stores:
         try:
             with open_store(store) as backend:
                 report.stores.append(_maintain_one(store, backend, apply))
-        except Exception as exc:  # noqa: BLE001 - an unreachable store is reported as such
+        except Exception as exc:  # an unreachable store is reported as such
             report.stores.append(StoreHealth(store, error=f"{type(exc).__name__}: {exc}"))
     return report
 

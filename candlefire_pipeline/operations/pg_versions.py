@@ -1,11 +1,11 @@
 """The Postgres + pgvector versions of the stores: recorded in a parity report, read now for the
-pgvector_version gate and `candlefire status` (the floor itself: backends/pg_version.py)."""
+pgvector_version gate and `candlefire status` (the floor itself: backends/pg/version.py)."""
 
 from __future__ import annotations
 
-from candlefire_pipeline.backends.pg_connect import connect
-from candlefire_pipeline.backends.pg_server import resolve_dsn
-from candlefire_pipeline.backends.pg_version import ServerVersions, read_versions
+from candlefire_pipeline.backends.pg.connect import connect
+from candlefire_pipeline.backends.pg.server import resolve_dsn
+from candlefire_pipeline.backends.pg.version import ServerVersions, read_versions
 from candlefire_pipeline.settings import Settings
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from contextlib import nullcontext
 
-from candlefire_pipeline.backends import pg_health
+from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.maintenance import (
     REINDEX_BLOAT,

@@ -9,8 +9,8 @@ import time
 
 import psycopg
 
-from candlefire_pipeline.backends.pg_connect import connect
-from candlefire_pipeline.backends.pg_health import reindex_concurrently
+from candlefire_pipeline.backends.pg.connect import connect
+from candlefire_pipeline.backends.pg.health import reindex_concurrently
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
@@ -56,7 +56,7 @@ def test_retrieve_answers_while_a_concurrent_reindex_is_in_progress(make_backend
         try:
             with connect(pg_dsn) as conn:
                 reindex_concurrently(conn, index)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+        except BaseException as exc:  # reported by the test thread
             failures.append(exc)
 
     worker = threading.Thread(target=rebuild)
@@ -71,7 +71,7 @@ def test_retrieve_answers_while_a_concurrent_reindex_is_in_progress(make_backend
         for q in queries():
             try:
                 served.append(retriever.retrieve(*q).pmids)
-            except Exception as exc:  # noqa: BLE001 - counted: there must be none
+            except Exception as exc:  # counted: there must be none
                 errors.append(exc)
         still = store.conn.execute(IN_PROGRESS, [store.names.table]).fetchone()
         assert errors == [] and served == expected

@@ -8,7 +8,7 @@ import logging
 
 import dagster as dg
 
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.embedding import load_embedder

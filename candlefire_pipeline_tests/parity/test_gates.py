@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from candlefire_pipeline.backends.pg_version import ServerVersions
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.parity.gates import (
     GATES,
     INLINE_MARKDOWN_CHARS,

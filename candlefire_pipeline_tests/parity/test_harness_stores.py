@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.backends.pg_version import ServerVersions
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries

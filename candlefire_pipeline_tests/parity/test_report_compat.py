@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from candlefire_pipeline.backends.pg_version import ServerVersions
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.status import collect_status, format_status
 from candlefire_pipeline.parity.gates import evaluate_gates, gates_from_dicts

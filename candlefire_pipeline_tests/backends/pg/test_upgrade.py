@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_server import SYSTEM_USER, EmbeddedPostgres
-from candlefire_pipeline.backends.pg_upgrade import upgrade_vector_extension
-from candlefire_pipeline.backends.pg_version import read_versions
+from candlefire_pipeline.backends.pg.server import SYSTEM_USER, EmbeddedPostgres
+from candlefire_pipeline.backends.pg.upgrade import upgrade_vector_extension
+from candlefire_pipeline.backends.pg.version import read_versions
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, pg_data_root, unit_vectors
 from candlefire_pipeline_tests.old_pg import OLD_PGVECTOR, old_server, start_old_server
 

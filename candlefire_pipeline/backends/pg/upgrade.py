@@ -23,8 +23,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_connect import connect
-from candlefire_pipeline.backends.pg_version import FIXES, parse_version
+from candlefire_pipeline.backends.pg.connect import connect
+from candlefire_pipeline.backends.pg.version import FIXES, parse_version
 
 log = logging.getLogger(__name__)
 
