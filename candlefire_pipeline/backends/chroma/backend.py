@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
+from candlefire_pipeline.backends.chroma.space import check_cosine
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,7 @@ class ChromaBackend:
         self.collection_name = collection
         self.ef_search = common.check_n(ef_search)
         server = ChromaServerAccess(host, port, token, ssl, ca_bundle) if host else None
+        self._where = server.url if server else str(path)
         self._client = open_client(path, server)
         self._collection = self._open_collection()
         self._model: tuple[str, int] | None = None
@@ -111,12 +113,8 @@ class ChromaBackend:
             configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search}},
             embedding_function=None,  # vectors are precomputed; no model path gets persisted
         )
+        check_cosine(collection, self._where)
         self._apply_ef_search(collection)
-        space = (collection.configuration_json.get("hnsw") or {}).get("space")
-        if space != "cosine":
-            raise ValueError(
-                f"Chroma collection {self.collection_name!r} uses {space!r} space, not cosine"
-            )
         return collection
 
     def _apply_ef_search(self, collection) -> None:
