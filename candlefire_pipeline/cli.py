@@ -111,7 +111,7 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
     if args.backend == "serving":
         print(f"serving backend: {backend} (as the app reads it: switch + override)")
-    print(format_retrieval(retrieval, args.term))
+    print(format_retrieval(retrieval))
     return 0
 
 
@@ -198,7 +198,13 @@ def _parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="run the full retriever on one backend")
     query.add_argument("text")
     query.add_argument("--entity", action="append", default=[])
-    query.add_argument("--term", action="append", default=[])
+    query.add_argument(
+        "--term",
+        action="append",
+        default=None,
+        help="a keyword/grounding term (repeatable); without any, the identifier tokens of the "
+        "text are taken, as the app does",
+    )
     query.add_argument(
         "--backend",
         choices=["serving", *BACKEND_NAMES],

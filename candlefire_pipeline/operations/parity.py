@@ -14,6 +14,7 @@ from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks, snapshot
+from candlefire_pipeline.operations.conformance import check_stores
 from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.operations.pg_versions import live_versions, store_versions
 from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
@@ -135,6 +136,7 @@ def run_report(
     report = run_parity(
         retrievers, queries, reference=REFERENCE, candidate=CANDIDATE, oracle=ORACLE
     )
+    report.conformance = check_stores(settings, report.backends)
     report.started_at = started.isoformat()
     report.ledger = {"read_at": started.isoformat(), "applied": ledger}
     report.store_diffs = {n: d for n, d in store_diffs.items() if n in report.backends}

@@ -47,7 +47,7 @@ def test_an_old_report_loads_renders_and_round_trips(old, tmp_path):
     assert load_latest(tmp_path) == report
 
 
-def test_an_old_report_is_judged_exactly_as_it_was(old):
+def test_an_old_report_is_judged_as_it_was_and_cannot_flip_without_conformance(old):
     report = ParityReport.from_dict(old)
     ledger = old["ledger"]["applied"]
     thresholds = ParityThresholds(**old["thresholds"])
@@ -60,6 +60,8 @@ def test_an_old_report_is_judged_exactly_as_it_was(old):
     added = {g.name: g for g in now[len(recorded) :]}
     assert not added["pgvector_version"].passed
     assert "does not record the pgvector version" in added["pgvector_version"].detail
+    assert not added["candlefire_conformance"].passed
+    assert added["candlefire_conformance"].detail.startswith("unknown")
 
 
 def test_status_and_the_serving_reader_read_an_old_report(tmp_path, monkeypatch, pg_dsn):
