@@ -17,32 +17,17 @@ log = logging.getLogger("candlefire")
 OPERATOR_COMMANDS = ("status", "rollback", "promote", "query")
 
 
-def register_drops(settings: Settings, source: str = "register-drops") -> list[str]:
-    """A dynamic partition for every drop file, and the drops recorded as taken in: the drop
-    sensor launches nothing for them unless a file changes."""
-    import dagster as dg
-
-    from candlefire_pipeline.corpus.drop_record import record_drops
-    from candlefire_pipeline.corpus.drop_scan import scan_drops
-    from candlefire_pipeline.corpus.drops import validate_batch_key
-    from candlefire_pipeline.defs.partitions import ingest_batches
-
-    drops = scan_drops(settings.drops_dir)
-    keys = [validate_batch_key(d.name) for d in drops]
-    with dg.DagsterInstance.get() as instance:
-        known = set(instance.get_dynamic_partitions(ingest_batches.name))
-        instance.add_dynamic_partitions(ingest_batches.name, [k for k in keys if k not in known])
-    record_drops(settings.drop_record_file, drops, source=source)
-    return keys
-
-
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.cli_demo import run_demo
+    # Dagster is imported only by the verbs that drive it, from the Dagster layer (defs/)
+    from candlefire_pipeline.defs.demo_launch import run_demo
+    from candlefire_pipeline.defs.drop_registration import register_drops
 
     return run_demo(settings, lambda s: register_drops(s, source="candlefire demo"))
 
 
 def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.defs.drop_registration import register_drops
+
     keys = register_drops(settings)
     print(f"{len(keys)} drop partitions registered: {', '.join(keys)}")
     return 0
