@@ -135,7 +135,7 @@ def test_the_pg_drivers_ann_defaults_are_the_settings_defaults():
         ("CANDLEFIRE_SUBSTRING_MODE", "glob", "ILIKE", lambda: Settings.from_env().substring_mode),
         ("CANDLEFIRE_SERVING_BACKEND", "qdrant", "Chroma",
          lambda: Settings.from_env().serving_override),
-        ("CANDLEFIRE_EXECUTOR", "celery", "multiprocess", lambda: executor_mode()[0]),
+        ("CANDLEFIRE_RUN_EXECUTOR", "celery", "multiprocess", lambda: executor_mode()[0]),
         ("CANDLEFIRE_EMBED_EXECUTOR", "dask", "In_Process",
          lambda: Settings.from_env().embed_executor),
         ("CANDLEFIRE_EMBED_RUNTIME", "tensorrt", "Torch",

@@ -150,7 +150,8 @@ class Settings:
     chroma_ssl: bool = False
     #: CA bundle (PEM) that verifies the proxy's certificate; None uses the system store.
     chroma_ca_bundle: Path | None = None
-    ingest_cron: str = "0 3 * * *"
+    #: the parity refresh (parity_refresh_schedule)
+    parity_cron: str = "0 3 * * *"
     #: the daily PubMed fetch: query, window (days back from the scheduled day) and cron
     pubmed_query: str = DEFAULT_PUBMED_QUERY
     pubmed_lookback_days: int = 2
@@ -262,7 +263,7 @@ class Settings:
             chroma_token=env_str("CANDLEFIRE_CHROMA_TOKEN"),
             chroma_ssl=env_bool("CANDLEFIRE_CHROMA_SSL", cls.chroma_ssl),
             chroma_ca_bundle=env_path("CANDLEFIRE_CHROMA_CA_BUNDLE"),
-            ingest_cron=env_str("CANDLEFIRE_INGEST_CRON", cls.ingest_cron),
+            parity_cron=env_str("CANDLEFIRE_PARITY_CRON", cls.parity_cron),
             pubmed_query=env_str("CANDLEFIRE_PUBMED_QUERY", cls.pubmed_query),
             pubmed_lookback_days=_lookback_days(),
             fetch_cron=env_str("CANDLEFIRE_FETCH_CRON", cls.fetch_cron),
@@ -308,8 +309,8 @@ def backfill_partitions_per_run() -> int:
 
 def executor_mode() -> tuple[str, int]:
     """("in_process" | "multiprocess", max_concurrent): in-process costs ~7 s less per step here."""
-    mode = env_choice("CANDLEFIRE_EXECUTOR", "in_process", ("in_process", "multiprocess"))
-    return mode, env_int("CANDLEFIRE_MAX_CONCURRENT", 2)
+    mode = env_choice("CANDLEFIRE_RUN_EXECUTOR", "in_process", ("in_process", "multiprocess"))
+    return mode, env_int("CANDLEFIRE_RUN_MAX_CONCURRENT", 2)
 
 
 def sensor_interval_seconds() -> int:
