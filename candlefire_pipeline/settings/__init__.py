@@ -30,6 +30,12 @@ from candlefire_pipeline.settings.env import (
     env_positive_int,
     env_str,
 )
+from candlefire_pipeline.settings.orchestration import (
+    DEFAULT_BACKFILL_PARTITIONS_PER_RUN,
+    backfill_partitions_per_run,
+    executor_mode,
+    sensor_interval_seconds,
+)
 from candlefire_pipeline.settings.sections import (
     PG_ITERATIVE_SCANS,
     PG_QUANTIZATIONS,
@@ -117,7 +123,7 @@ class Settings:
     embed_executor: str = DEFAULT_EMBED_EXECUTOR
     ray: RaySettings = field(default_factory=RaySettings)
     #: A backfill groups up to this many drop files into one run (BackfillPolicy.multi_run).
-    backfill_partitions_per_run: int = 10
+    backfill_partitions_per_run: int = DEFAULT_BACKFILL_PARTITIONS_PER_RUN
     #: runtime of the query path (retrieval, parity) and of the bulk path (the embeddings asset)
     embed_runtime_query: str = DEFAULT_QUERY_RUNTIME
     embed_runtime_bulk: str = DEFAULT_BULK_RUNTIME
@@ -298,21 +304,3 @@ def _serving_override() -> str | None:
     if value is None:
         return None
     return check_choice("CANDLEFIRE_SERVING_BACKEND", value.lower(), SERVABLE_STORES)
-
-
-def backfill_partitions_per_run() -> int:
-    """CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN: drop files one backfill run may take (default 10)."""
-    return env_positive_int(
-        "CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN", Settings.backfill_partitions_per_run
-    )
-
-
-def executor_mode() -> tuple[str, int]:
-    """("in_process" | "multiprocess", max_concurrent): in-process costs ~7 s less per step here."""
-    mode = env_choice("CANDLEFIRE_RUN_EXECUTOR", "in_process", ("in_process", "multiprocess"))
-    return mode, env_int("CANDLEFIRE_RUN_MAX_CONCURRENT", 2)
-
-
-def sensor_interval_seconds() -> int:
-    """How often the drop sensor looks; a drop is picked up on the second look that sees it."""
-    return env_int("CANDLEFIRE_SENSOR_INTERVAL", 30)
