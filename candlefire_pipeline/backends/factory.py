@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.settings import Settings
-from candlefire_pipeline.stores import BACKEND_NAMES
+from candlefire_pipeline.stores import BACKEND_NAMES, CHROMA, MEMORY, PGVECTOR, QDRANT
 
 if TYPE_CHECKING:
     from candlefire_pipeline.backends.pg.layout import AnnParams
@@ -17,19 +17,19 @@ if TYPE_CHECKING:
 
 def backend_class(name: str) -> type[VectorBackend]:
     """The class behind a backend name (imported on use: Chroma and Qdrant are heavy)."""
-    if name == "pgvector":
+    if name == PGVECTOR:
         from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 
         return PgVectorBackend
-    if name == "chroma":
+    if name == CHROMA:
         from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 
         return ChromaBackend
-    if name == "qdrant":
+    if name == QDRANT:
         from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 
         return QdrantBackend
-    if name == "memory":
+    if name == MEMORY:
         from candlefire_pipeline.backends.memory import MemoryBackend
 
         return MemoryBackend
@@ -50,11 +50,11 @@ def pg_ann_params(settings: Settings) -> AnnParams:
 
 def open_backend(name: str, settings: Settings) -> VectorBackend:
     """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
-    if name == "pgvector":
+    if name == PGVECTOR:
         from candlefire_pipeline.backends.pg.server import resolve_dsn
 
         return build_backend(
-            "pgvector",
+            PGVECTOR,
             resolve_dsn(settings),
             table=settings.pg_table,
             substring_mode=settings.substring_mode,
@@ -62,10 +62,10 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             hnsw_ef_construction=settings.hnsw_ef_construction,
             ann=pg_ann_params(settings),
         )
-    if name == "chroma":
+    if name == CHROMA:
         local = settings.chroma_host is None
         return build_backend(
-            "chroma",
+            CHROMA,
             path=settings.chroma_path if local else None,
             host=settings.chroma_host,
             port=settings.chroma_port,
@@ -77,10 +77,10 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             # oracle's, and the parity report counts where they differ from Chroma's.
             substring_mode="like",
         )
-    if name == "qdrant":
+    if name == QDRANT:
         local = settings.qdrant_url is None
         return build_backend(
-            "qdrant",
+            QDRANT,
             path=settings.qdrant_path if local else None,
             url=settings.qdrant_url,
             api_key=settings.qdrant_api_key,
