@@ -45,7 +45,11 @@ def pg_ann_params(settings: Settings) -> AnnParams:
     """The pgvector driver's ANN parameters from the validated CANDLEFIRE_PG_* / HNSW_* settings."""
     from candlefire_pipeline.backends.pg.layout import AnnParams
 
-    return AnnParams(**asdict(settings.pg_ann))
+    return AnnParams(
+        **asdict(settings.pg_ann),
+        ef_search=settings.hnsw_ef_search,
+        ef_search_entities=settings.hnsw_ef_search_entities,
+    )
 
 
 def open_backend(name: str, settings: Settings) -> VectorBackend:
@@ -89,7 +93,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             substring_mode="like",
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
-            ef_search=settings.pg_ann.ef_search,  # the semantic stage's ef (hnsw_ef)
+            ef_search=settings.hnsw_ef_search,  # the semantic stage's ef: Qdrant's hnsw_ef
             lock_timeout=settings.qdrant_lock_timeout,
         )
     return build_backend(name, substring_mode=settings.substring_mode)

@@ -20,6 +20,7 @@ from candlefire_pipeline.settings.embedding import (
     ray_settings,
 )
 from candlefire_pipeline.settings.env import (
+    check_between,
     check_choice,
     env_bool,
     env_choice,
@@ -136,8 +137,15 @@ class Settings:
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
     substring_mode: str = "like"
+    #: HNSW build and search effort of every HNSW store: pgvector, and Qdrant (m, ef_construction
+    #: and the semantic stage's ef as its hnsw_ef; it has no per-stage ef). ef_search: semantic
+    #: stage (top 40 chunks of one query); ef_search_entities: pgvector's entity fan-out (top 10
+    #: per name): the smallest values keeping recall@15 of the final retrieve() list >= 0.995 in
+    #: the 62k sweep (0.994 together; docs/BENCHMARKS.md); 100 / 20 lose 1-2% of the final list
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 200
+    hnsw_ef_search_entities: int = 40
     pg_ann: PgAnnSettings = field(default_factory=PgAnnSettings)
     chroma_host: str | None = None
     chroma_port: int = 8000
@@ -251,10 +259,7 @@ class Settings:
             substring_mode=env_choice(
                 "CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode, SUBSTRING_MODES
             ),
-            hnsw_m=env_int("CANDLEFIRE_HNSW_M", cls.hnsw_m),
-            hnsw_ef_construction=env_int(
-                "CANDLEFIRE_HNSW_EF_CONSTRUCTION", cls.hnsw_ef_construction
-            ),
+            **_hnsw(cls),
             pg_ann=PgAnnSettings.from_env(),
             chroma_host=env_str("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", cls.chroma_port),
@@ -292,11 +297,25 @@ def code_location_settings() -> Settings:
     return Settings.from_env()
 
 
+def _hnsw(cls: type[Settings]) -> dict[str, int]:
+    def ef(name: str, default: int) -> int:
+        return check_between(name, env_int(name, default), 1, 1_000_000)
+
+    return {
+        "hnsw_m": env_int("CANDLEFIRE_HNSW_M", cls.hnsw_m),
+        "hnsw_ef_construction": env_int(
+            "CANDLEFIRE_HNSW_EF_CONSTRUCTION", cls.hnsw_ef_construction
+        ),
+        "hnsw_ef_search": ef("CANDLEFIRE_HNSW_EF_SEARCH", cls.hnsw_ef_search),
+        "hnsw_ef_search_entities": ef(
+            "CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", cls.hnsw_ef_search_entities
+        ),
+    }
+
+
 def _lookback_days() -> int:
     days = env_int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", Settings.pubmed_lookback_days)
-    if not 1 <= days <= 365:
-        raise ValueError(f"CANDLEFIRE_PUBMED_LOOKBACK_DAYS must be 1..365, got {days}")
-    return days
+    return check_between("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", days, 1, 365)
 
 
 def _serving_override() -> str | None:

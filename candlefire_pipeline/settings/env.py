@@ -41,6 +41,13 @@ def check_choice(name: str, value: str, choices: Collection[str]) -> str:
     return value
 
 
+def check_between(name: str, value: int, low: int, high: int) -> int:
+    """`value` when low <= value <= high; else an error naming the setting and the range."""
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low:,} and {high:,}, got {value}")
+    return value
+
+
 def env_choice(name: str, default: str, choices: Collection[str]) -> str:
     """A variable (case-insensitive) that must be one of `choices`; `default` when unset."""
     return check_choice(name, (env_str(name) or default).lower(), choices)
