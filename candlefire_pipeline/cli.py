@@ -81,8 +81,8 @@ def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
     import os
 
+    from candlefire_pipeline.backends.factory import resolve_dsn
     from candlefire_pipeline.backends.pg.roles import ensure_reader_role
-    from candlefire_pipeline.backends.pg.server import resolve_dsn
 
     password = os.environ.get(args.password_env) if args.password_env else None
     ensure_reader_role(resolve_dsn(settings), args.role, password, settings.pg_table)

@@ -32,9 +32,6 @@ LAYERS = [
 DAGSTER_PARTS = {"defs", "definitions"}
 #: Store drivers take plain parameters; the app maps its settings onto them (backends/factory).
 DRIVERS = ("backends.pg", "backends.chroma", "backends.qdrant", "backends.memory")
-#: resolve_dsn(settings) waits in backends/pg/server.py until issue 21's rewrite of that file
-#: lands, then moves to the factory.
-DRIVER_SETTINGS_EXCEPTIONS = {"candlefire_pipeline.backends.pg.server"}
 
 
 def module_name(path: Path) -> str:
@@ -118,7 +115,6 @@ def test_store_drivers_never_read_the_apps_settings():
         f"{source} -> {target}"
         for source, targets in GRAPH.items()
         if source.removeprefix(f"{ROOT}.").startswith(DRIVERS)
-        and source not in DRIVER_SETTINGS_EXCEPTIONS
         for target in targets
         if part(target) == "settings"
     )

@@ -41,6 +41,15 @@ def build_backend(name: str, *args, **options) -> VectorBackend:
     return backend_class(name)(*args, **options)
 
 
+def resolve_dsn(settings: Settings) -> str:
+    """settings.pg_dsn when set, else the embedded server under settings.pg_data_dir."""
+    if settings.pg_dsn:
+        return settings.pg_dsn
+    from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
+
+    return EmbeddedPostgres(settings.pg_data_dir).dsn
+
+
 def pg_ann_params(settings: Settings) -> AnnParams:
     """The pgvector driver's ANN parameters from the validated CANDLEFIRE_PG_* / HNSW_* settings."""
     from candlefire_pipeline.backends.pg.layout import AnnParams
@@ -55,8 +64,6 @@ def pg_ann_params(settings: Settings) -> AnnParams:
 def open_backend(name: str, settings: Settings) -> VectorBackend:
     """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
     if name == PGVECTOR:
-        from candlefire_pipeline.backends.pg.server import resolve_dsn
-
         return build_backend(
             PGVECTOR,
             resolve_dsn(settings),

@@ -12,8 +12,8 @@ import logging
 import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.factory import opened_backend
-from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.operations.parity import (
     evaluate_report,
     latest_evaluation,

@@ -17,7 +17,6 @@ import subprocess
 from pathlib import Path
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +88,3 @@ class EmbeddedPostgres:
 def _default_system_user() -> str | None:
     """pgserver runs the server as `pgserver` when the caller is root."""
     return "pgserver" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-
-
-def resolve_dsn(settings: Settings) -> str:
-    """settings.pg_dsn when set, else the embedded server under settings.pg_data_dir."""
-    if settings.pg_dsn:
-        return settings.pg_dsn
-    return EmbeddedPostgres(settings.pg_data_dir).dsn
