@@ -31,6 +31,7 @@ from candlefire_pipeline.settings.env import (
     env_positive_int,
     env_str,
 )
+from candlefire_pipeline.settings.fed_stores import parse_stores, serving_override
 from candlefire_pipeline.settings.orchestration import (
     DEFAULT_BACKFILL_PARTITIONS_PER_RUN,
     backfill_partitions_per_run,
@@ -47,13 +48,7 @@ from candlefire_pipeline.settings.sections import (
     PgAnnSettings,
     RetrievalSettings,
 )
-from candlefire_pipeline.stores import (
-    DEFAULT_STORES,
-    REQUIRED_STORES,
-    SERVABLE_STORES,
-    STORE_NAMES,
-    SUBSTRING_MODES,
-)
+from candlefire_pipeline.stores import DEFAULT_STORES, SUBSTRING_MODES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,28 +93,6 @@ __all__ = [
     "redact_dsn",
     "sensor_interval_seconds",
 ]
-
-
-def parse_stores(raw: str | None) -> tuple[str, ...]:
-    """CANDLEFIRE_STORES ("pgvector,chroma,qdrant") as known store names in canonical order."""
-    if raw is None:
-        return DEFAULT_STORES
-    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
-    unknown = sorted(set(names) - set(STORE_NAMES))
-    if unknown:
-        raise ValueError(
-            f"CANDLEFIRE_STORES: unknown store(s) {', '.join(unknown)}; "
-            f"known: {', '.join(STORE_NAMES)}"
-        )
-    if len(set(names)) != len(names):
-        raise ValueError(f"CANDLEFIRE_STORES names a store twice: {raw!r}")
-    missing = [name for name in REQUIRED_STORES if name not in names]
-    if missing:
-        raise ValueError(
-            f"CANDLEFIRE_STORES must include {', '.join(REQUIRED_STORES)} (the flip compares "
-            f"them); missing: {', '.join(missing)}"
-        )
-    return tuple(name for name in STORE_NAMES if name in names)
 
 
 @dataclass(frozen=True)
@@ -305,7 +278,7 @@ class Settings:
             retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
-            serving_override=_serving_override(),
+            serving_override=serving_override(),
             conformance_dir=env_path("CANDLEFIRE_CONFORMANCE_DIR") or default_conformance_dir(),
             conformance_cache_override=env_path("CANDLEFIRE_CONFORMANCE_CACHE"),
         )
@@ -340,10 +313,3 @@ def _hnsw(cls: type[Settings]) -> dict[str, int]:
 def _lookback_days() -> int:
     days = env_int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", Settings.pubmed_lookback_days)
     return check_between("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", days, 1, 365)
-
-
-def _serving_override() -> str | None:
-    value = env_str("CANDLEFIRE_SERVING_BACKEND")
-    if value is None:
-        return None
-    return check_choice("CANDLEFIRE_SERVING_BACKEND", value.lower(), SERVABLE_STORES)
