@@ -183,3 +183,29 @@ def test_a_names_vector_does_not_depend_on_its_batch(onnx_dir):
     alone = model.embed(names)
     beside = model.embed([query, *names[::-1]])[1:][::-1]
     assert np.abs(alone - beside).max() < 1e-6
+
+
+def test_real_model_answers_are_the_same_with_and_without_the_cache(onnx_dir):
+    """On the product's query runtime a cached name vector was made beside another query than
+    the one it now serves; every list, grounding and similarity is still the uncached one's."""
+    model = load_embedder(DEFAULT_MODEL_ID, runtime="onnx", onnx_dir=onnx_dir)
+    store = build_backend("memory")
+    store.ensure_schema(model.model_id, model.dim)
+    store.replace_papers(als.store_rows(model))
+    uncached = Retriever(store, model, RetrievalSettings(query_vector_cache=0))
+    cached = Retriever(store, model, RetrievalSettings())
+    requests = [
+        (als.QUERY, als.ENTITIES, als.TERMS),
+        ("riluzole survival in bulbar onset ALS " * 4, als.ENTITIES[::-1], als.TERMS[:2]),
+        ("C9orf72 repeat expansion in FTD", ["C9orf72", "SOD1"], ["ATXN2"]),
+    ]
+    for query, names, terms in requests:
+        a = uncached.retrieve(query, names, terms)
+        b = cached.retrieve(query, names, terms)
+        assert (a.pmids, a.semantic_pmids, a.entity_pmids, a.keyword_pmids) == (
+            b.pmids, b.semantic_pmids, b.entity_pmids, b.keyword_pmids)  # fmt: skip
+        assert a.grounding == b.grounding
+        assert [r["similarity"] for r in a.results] == pytest.approx(
+            [r["similarity"] for r in b.results], abs=1e-6
+        )
+    assert cached.vector_cache.hits >= len(als.ENTITIES) + 3  # later requests were served
