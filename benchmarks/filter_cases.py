@@ -73,11 +73,16 @@ def cases(oracle: MatrixOracle) -> list[Case]:
     return [make(oracle, t) for t in TARGETS for make in (year_case, pmid_case)]
 
 
-def measure(store, oracle: MatrixOracle, case: Case, queries: np.ndarray) -> dict:
-    """Rows returned, recall@LIMIT against the oracle, and latency of each filtered query."""
+def measure(
+    store, oracle: MatrixOracle, case: Case, queries: np.ndarray, budget_s: float | None = None
+) -> dict:
+    """Rows returned, recall@LIMIT against the oracle, and latency of each filtered query; stops
+    after the query that spends `budget_s` seconds of store time (at least one query runs)."""
     expected = min(LIMIT, case.matching)
     rows, recall, seconds = [], [], []
     for vector in queries:
+        if budget_s is not None and sum(seconds) > budget_s:
+            break
         started = time.perf_counter()
         (found,) = store.semantic_candidates(vector[None, :], LIMIT, case.where, stage="semantic")
         seconds.append(time.perf_counter() - started)
@@ -91,4 +96,6 @@ def measure(store, oracle: MatrixOracle, case: Case, queries: np.ndarray) -> dic
         "rows_min": int(min(rows)),
         "recall": float(np.mean(recall)),
         "seconds": seconds,
+        "queries": len(seconds),
+        "asked": len(queries),
     }

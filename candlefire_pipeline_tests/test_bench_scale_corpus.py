@@ -114,6 +114,18 @@ def test_filtered_queries_on_the_exact_store_have_full_recall(corpus, memory):
     got = filter_cases.measure(memory, oracle, case, scale.vectors[[1, 2]])
     assert got["recall"] == 1.0
     assert got["rows_min"] == got["expected"] == min(filter_cases.LIMIT, case.matching)
+    assert got["queries"] == got["asked"] == 2
+
+
+def test_a_spent_case_budget_stops_after_the_query_that_spent_it(corpus, memory):
+    """A slow store (Qdrant local mode on a long pmids list) runs at least one query per case,
+    then stops: the result says how many of the asked queries it measured."""
+    scale, _ = corpus
+    oracle = MatrixOracle(scale, memory)
+    case = filter_cases.year_case(oracle, 0.1)
+    got = filter_cases.measure(memory, oracle, case, scale.vectors[[1, 2, 3]], budget_s=0.0)
+    assert (got["queries"], got["asked"], len(got["seconds"])) == (1, 3, 1)
+    assert got["recall"] == 1.0
 
 
 def test_effort_choice_is_the_smallest_that_clears_the_target_on_every_build():
