@@ -91,11 +91,7 @@ class ChromaBackend:
         ef_search: int = 100,
     ) -> None:
         """A local folder (`path`) or a server (`host`, `port`; `token` and TLS via a proxy)."""
-        if common.check_substring_mode(substring_mode) == "ilike":
-            raise ValueError(
-                "Chroma's $contains is case-sensitive: substring_mode 'ilike' cannot be honored "
-                "by the chroma backend (use 'like', or the pgvector/memory backends for ilike)"
-            )
+        common.check_case_sensitive_mode(substring_mode, "chroma", "Chroma's $contains")
         if (path is None) == (host is None):
             raise ValueError("ChromaBackend needs exactly one of path (local) or host (server)")
         self.substring_mode = substring_mode
