@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 
 from candlefire_pipeline.backends.base import VectorBackend
@@ -19,6 +20,7 @@ from candlefire_pipeline.operations.serving import ServingState, read_state
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
@@ -53,6 +55,10 @@ class ServingReader:
             embedder = embedder_for(settings, "query")
         self.settings, self.embedder, self._opener = settings, embedder, opener
         self.reranker = reranker or load_reranker(settings.retrieval.reranker_model)
+        #: one cache for every Retriever this reader builds: a switch keeps the names' vectors
+        self.vector_cache = QueryVectorCache(settings.retrieval.query_vector_cache)
+        #: concurrent requests share the reader: one of them re-reads the switch at a time
+        self._switching = threading.Lock()
         self._seen: tuple | None | bool = False  # False: never read
         self._backend: VectorBackend | None = None
         self._retriever: Retriever | None = None
@@ -62,9 +68,10 @@ class ServingReader:
     def retriever(self) -> Retriever:
         """The Retriever to use for this request."""
         seen = _signature(self.settings.serving_file)
-        if self._retriever is None or seen != self._seen:
-            self._switch(seen)
-        return self._retriever
+        with self._switching:
+            if self._retriever is None or seen != self._seen:
+                self._switch(seen)
+            return self._retriever
 
     def _switch(self, seen) -> None:
         self.state = self._read_state()
@@ -74,7 +81,7 @@ class ServingReader:
             self._close_backend()
             self._backend, self.backend_name = backend, wanted
             self._retriever = Retriever(backend, self.embedder, self.settings.retrieval,
-                                        self.reranker)  # fmt: skip
+                                        self.reranker, self.vector_cache)  # fmt: skip
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
         self._seen = seen
 

@@ -275,7 +275,7 @@ class Settings:
             maintenance_cron=env_str("CANDLEFIRE_MAINTENANCE_CRON", cls.maintenance_cron),
             ncbi_api_key=env_str("NCBI_API_KEY"),
             ncbi_email=env_str("NCBI_EMAIL"),
-            retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),
+            retrieval=RetrievalSettings.from_env(),
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
             serving_override=serving_override(),
