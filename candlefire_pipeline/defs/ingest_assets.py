@@ -129,8 +129,9 @@ def build_embeddings(code_version: str) -> dg.AssetsDefinition:
         deps=[chunks],
         code_version=code_version,
         description=(
-            "One L2-normalized float32 vector per chunk from the configured model; a chunk "
-            "whose content hash is in the cache for this model is not embedded again. The "
+            "One L2-normalized float32 vector per chunk from the configured model; a text this "
+            "model already embedded (cache keyed by model identity and text hash) is not "
+            "embedded again. The "
             "model runs in this process or on Ray actors (CANDLEFIRE_EMBED_EXECUTOR); only "
             "cache misses leave the process, and rows are written in chunk order either way. "
             "The code version names the model: changing it marks this asset stale, and both "

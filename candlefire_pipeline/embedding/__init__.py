@@ -1,4 +1,4 @@
-"""Embedders, the content-hash embedding cache and the chunks -> embeddings stage."""
+"""Embedders, the embedding cache (model identity, text hash) and the chunks -> embeddings stage."""
 
 from candlefire_pipeline.embedding.cache import EmbeddingCache
 from candlefire_pipeline.embedding.embedders import (
