@@ -1,5 +1,5 @@
 """`candlefire`: demo, status, rollback, promote, query, repair, register-drops, fetch-pubmed,
-create-reader-role."""
+create-reader-role, generation (create, list, build, compare, gc)."""
 
 from __future__ import annotations
 
@@ -204,6 +204,9 @@ def _parser() -> argparse.ArgumentParser:
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     add_fetch_arguments(fetch)
+    from candlefire_pipeline import cli_generations
+
+    cli_generations.add_parser(sub)
     return parser
 
 
@@ -217,7 +220,14 @@ COMMANDS = {
     "create-reader-role": cmd_reader_role,
     "repair": cmd_repair,
     "fetch-pubmed": cmd_fetch,
+    "generation": lambda args, settings: _generation(args, settings),
 }
+
+
+def _generation(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.cli_generations import cmd_generation
+
+    return cmd_generation(args, settings)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ import dagster as dg
 from candlefire_pipeline.defs.automation import parity_automation_sensor
 from candlefire_pipeline.defs.executor import pipeline_executor
 from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
+from candlefire_pipeline.defs.generation_assets import all_generation_assets, all_generation_jobs
 from candlefire_pipeline.defs.ingest_assets import chunks, embeddings, papers
 from candlefire_pipeline.defs.jobs import ingest_job, parity_job
 from candlefire_pipeline.defs.parity_assets import build_parity_report, serving_backend
@@ -26,9 +27,15 @@ defs = dg.Definitions(
         *store_assets(settings.stores),
         build_parity_report(settings.stores),
         serving_backend,
+        *all_generation_assets(settings),
     ],
     asset_checks=[*build_store_checks(settings.stores), *parity_checks],
-    jobs=[ingest_job, parity_job, pubmed_fetch_job],
+    jobs=[
+        ingest_job,
+        parity_job,
+        pubmed_fetch_job,
+        *all_generation_jobs(settings),
+    ],
     sensors=[pubmed_drops_sensor, parity_automation_sensor],
     schedules=[parity_refresh_schedule, pubmed_fetch_schedule],
     resources=build_resources(settings),

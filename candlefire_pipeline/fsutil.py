@@ -1,9 +1,12 @@
-"""File helpers every layer shares: atomic writes and reading possibly gzipped drops."""
+"""File helpers every layer shares: atomic writes, file locks, reading possibly gzipped drops."""
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,3 +33,16 @@ def open_maybe_gzip(path: Path) -> BinaryIO:
     if path.name.endswith(".gz"):
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return path.open("rb")
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if missing): one writer across processes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -63,7 +63,12 @@ class PipelineResource(SettingsResource):
 
 
 @contextmanager
-def _opened(name: str, settings: Settings) -> Iterator[VectorBackend]:
+def _opened(name: str, settings: Settings, generation=None) -> Iterator[VectorBackend]:
+    """The store `name` opened for the default generation (None) or another one's target."""
+    if generation is not None:
+        from candlefire_pipeline.generations.view import generation_settings
+
+        settings = generation_settings(settings, generation)
     backend = open_backend(name, settings)
     try:
         yield backend
@@ -88,8 +93,8 @@ class PgVectorResource(SettingsResource):
     def resolved_dsn(self) -> str:
         return resolve_dsn(self.settings())
 
-    def open(self):
-        return _opened("pgvector", self.settings())
+    def open(self, generation=None):
+        return _opened("pgvector", self.settings(), generation)
 
 
 class ChromaResource(SettingsResource):
@@ -112,8 +117,8 @@ class ChromaResource(SettingsResource):
             chroma_token=self.token or settings.chroma_token,
         )
 
-    def open(self):
-        return _opened("chroma", self.settings())
+    def open(self, generation=None):
+        return _opened("chroma", self.settings(), generation)
 
 
 class QdrantResource(SettingsResource):
@@ -131,8 +136,8 @@ class QdrantResource(SettingsResource):
             qdrant_collection=self.collection or settings.qdrant_collection,
         )
 
-    def open(self):
-        return _opened("qdrant", self.settings())
+    def open(self, generation=None):
+        return _opened("qdrant", self.settings(), generation)
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:

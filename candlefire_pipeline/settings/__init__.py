@@ -27,6 +27,7 @@ from candlefire_pipeline.settings.env import (
     env_positive_int,
     env_str,
 )
+from candlefire_pipeline.settings.generations import LIVE_CORPUS, GenerationSettings
 from candlefire_pipeline.settings.sections import (
     PG_ITERATIVE_SCANS,
     PG_QUANTIZATIONS,
@@ -58,12 +59,14 @@ __all__ = [
     "EMBED_EXECUTORS",
     "EMBED_PATHS",
     "EMBED_RUNTIMES",
+    "LIVE_CORPUS",
     "PG_ITERATIVE_SCANS",
     "PG_QUANTIZATIONS",
     "PG_VECTOR_TYPES",
     "REPO_ROOT",
     "REQUIRED_STORES",
     "THRESHOLD_RANGES",
+    "GenerationSettings",
     "IngestLimits",
     "ParityThresholds",
     "PgAnnSettings",
@@ -159,10 +162,28 @@ class Settings:
     ingest: IngestLimits = field(default_factory=IngestLimits)
     #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
     serving_override: str | None = None
+    generations: GenerationSettings = field(default_factory=GenerationSettings)
+    #: A generation's own batch files and ledger (generations/view.py); None: data_dir/batches.
+    batches_dir_override: Path | None = None
 
     @property
     def batches_dir(self) -> Path:
+        return self.batches_dir_override or self.data_dir / "batches"
+
+    @property
+    def drop_batches_dir(self) -> Path:
+        """Where every ingested drop's papers and default chunks are, whatever the generation."""
         return self.data_dir / "batches"
+
+    @property
+    def generations_file(self) -> Path:
+        """The registry of index generations (absent: only the implicit default one)."""
+        return self.data_dir / "generations.json"
+
+    @property
+    def generations_dir(self) -> Path:
+        """One folder per generation id: its batch files, ledger and comparison reports."""
+        return self.data_dir / "generations"
 
     @property
     def cache_dir(self) -> Path:
@@ -217,7 +238,9 @@ class Settings:
 
     def with_data_dir(self, data_dir: Path) -> Settings:
         """Same settings rooted elsewhere (tests, benchmarks)."""
-        return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
+        return replace(
+            self, data_dir=data_dir, drops_dir=data_dir / "drops", batches_dir_override=None
+        )
 
     @classmethod
     def from_env(cls, parity: bool = True) -> Settings:
@@ -271,6 +294,7 @@ class Settings:
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
             serving_override=_serving_override(),
+            generations=GenerationSettings.from_env() if parity else GenerationSettings(),
         )
 
 
