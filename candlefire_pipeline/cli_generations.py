@@ -90,6 +90,10 @@ def add_parser(sub) -> None:
     create.add_argument("--hnsw-ef-construction", type=int, help="HNSW ef_construction")
     create.add_argument("--by", default=None, help="who (default: the login name)")
     verbs.add_parser("list", help="every generation: state, chunks per store, ledger lag, bytes")
+    compare = verbs.add_parser("compare", help="judge it against what serves (the promote gates)")
+    compare.add_argument("name")
+    compare.add_argument("--backend", choices=("pgvector", "chroma", "qdrant"),
+                         help="the candidate's backend (default: the serving one)")  # fmt: skip
     build = verbs.add_parser("build", help="Dagster runs of its assets over the drops it lacks")
     build.add_argument("name")
     build.add_argument("--per-run", type=int, help="drops per run (default: backfill setting)")
@@ -108,7 +112,28 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     return build_generation(settings, generation, per_run)
 
 
-VERBS = {"create": cmd_create, "list": cmd_list, "build": cmd_build}
+def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
+    """0: every gate passes (promote --generation would be allowed), 1: a gate fails."""
+    from candlefire_pipeline.generations.view import reports_dir
+    from candlefire_pipeline.operations.generation_compare import run_comparison
+    from candlefire_pipeline.operations.generations import registry
+    from candlefire_pipeline.parity.gates import failed, format_gate_table, gates_from_dicts
+
+    report = run_comparison(settings, args.name, args.backend)
+    generation = registry(settings).get(args.name)
+    json_path, md_path = report.write(reports_dir(settings, generation))
+    gates = gates_from_dicts(report.gates)
+    ref, cand = report.target("reference"), report.target("candidate")
+    print(f"comparison {report.report_id}: {'/'.join(cand)} vs {'/'.join(ref)} (serving)")
+    print(f"kind: {report.kind} - {report.why}")
+    print(format_gate_table(gates))
+    print(f"report: {md_path}")
+    names = failed(gates)
+    print("verdict: " + (f"FAILS {', '.join(names)}" if names else "passes every gate"))
+    return 1 if names else 0
+
+
+VERBS = {"create": cmd_create, "list": cmd_list, "build": cmd_build, "compare": cmd_compare}
 
 
 def cmd_generation(args: argparse.Namespace, settings: Settings) -> int:

@@ -83,7 +83,7 @@ def _cached(
     content hash (a cache from before text keys) and copied to its text key."""
     found = cache.get_many(embedder.model_id, list(keys))
     found = {k: v for k, v in found.items() if v.shape[0] == embedder.dim}
-    wanted = {legacy[k]: k for k in keys if k not in found}
+    wanted = {legacy[k]: k for k in keys if k not in found and k in legacy}
     if wanted:
         old = cache.get_many(embedder.model_id, list(wanted))
         old = {wanted[h]: v for h, v in old.items() if v.shape[0] == embedder.dim}
@@ -115,6 +115,26 @@ def _batch_vectors(
         timer[0] += time.perf_counter() - started
         cache.put_many(embedder.model_id, list(misses), fresh)
         known.update(zip(misses, fresh, strict=True))
+    out = np.empty((len(keys), embedder.dim), dtype=np.float32)
+    for row, key in enumerate(keys):
+        out[row] = known[key]
+    return out, len(misses)
+
+
+def embed_texts(
+    embedder: Embedder, cache: EmbeddingCache, texts: list[str], slice_size: int = 512
+) -> tuple[np.ndarray, int]:
+    """Vectors of `texts` in order through the cache, and how many the model encoded; misses
+    are embedded and cached slice by slice, so an interrupted call keeps what it embedded."""
+    keys = [text_key(text) for text in texts]
+    unique = dict(zip(keys, texts, strict=True))
+    known = _cached(cache, embedder, unique, {})
+    misses = [key for key in unique if key not in known]
+    for start in range(0, len(misses), slice_size):
+        part = misses[start : start + slice_size]
+        fresh = _embed_longest_first(embedder, [unique[key] for key in part])
+        cache.put_many(embedder.model_id, part, fresh)
+        known.update(zip(part, fresh, strict=True))
     out = np.empty((len(keys), embedder.dim), dtype=np.float32)
     for row, key in enumerate(keys):
         out[row] = known[key]

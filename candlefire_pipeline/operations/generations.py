@@ -39,12 +39,23 @@ def generation_embedder(settings: Settings, generation: Generation, path: str):
     return embedder_for(generation_settings(settings, generation), path)
 
 
-def roles(settings: Settings) -> dict[str, str]:
-    """generation name -> its role in serving: serving, or the rollback target."""
+def _switch(settings: Settings) -> dict:
     try:
         data = json.loads(settings.serving_file.read_text())
     except (OSError, ValueError):
         data = {}
+    return data if isinstance(data, dict) else {}
+
+
+def serving_target(settings: Settings) -> tuple[str, str]:
+    """(backend, generation) the switch serves now (Chroma of the default when unset)."""
+    data = _switch(settings)
+    return data.get("backend") or "chroma", data.get("generation") or DEFAULT_NAME
+
+
+def roles(settings: Settings) -> dict[str, str]:
+    """generation name -> its role in serving: serving, or the rollback target."""
+    data = _switch(settings)
     previous = data.get("previous") or {}
     out = {previous.get("generation") or DEFAULT_NAME: ROLLBACK_TARGET}
     out[data.get("generation") or DEFAULT_NAME] = SERVING
