@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 
 import dagster as dg
 
@@ -61,25 +62,25 @@ def build_generation(
     generation: Generation,
     per_run: int,
     say: Callable[[str], None] = print,
-    resolve_job: Callable[[str], dg.JobDefinition] | None = None,
+    defs: dg.Definitions | None = None,
+    instance: dg.DagsterInstance | None = None,
 ) -> int:
     """Run the generation's build job over what its ledger lacks; 0 once nothing is left."""
-    if resolve_job is None:
+    if defs is None:
         from candlefire_pipeline.definitions import defs
-
-        resolve_job = defs.resolve_job_def
     todo = set(remaining(settings, generation))
     if not todo:
         say(f"generation {generation.name}: every ingested drop is applied to every store")
         return 0
-    job = resolve_job(build_job_name(generation))
-    with dg.DagsterInstance.get() as instance:
+    job = defs.resolve_job_def(build_job_name(generation))
+    with ExitStack() as stack:
+        if instance is None:
+            instance = stack.enter_context(dg.DagsterInstance.get())
         ordered = instance.get_dynamic_partitions("ingest_batches")
         missing = sorted(todo - set(ordered))
         if missing:
-            say(
-                f"no partition for {len(missing)} ingested drops ({missing[0]} ...): register-drops"
-            )
+            say(f"no partition for {len(missing)} ingested drops ({missing[0]} ...): "
+                "run `candlefire register-drops`")  # fmt: skip
             return 1
         return _run_ranges(instance, job, ranges(ordered, todo, per_run), generation, say)
 

@@ -19,11 +19,7 @@ from candlefire_pipeline.defs.ingest_assets import (
     papers,
     stage_options,
 )
-from candlefire_pipeline.defs.jobs import (
-    GENERATION_FEED_TAG,
-    GENERATION_TAG,
-    generation_build_job,
-)
+from candlefire_pipeline.defs.jobs import GENERATION_FEED_TAG, GENERATION_TAG
 from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
 from candlefire_pipeline.defs.resources import PipelineResource
 from candlefire_pipeline.defs.store_assets import apply_metadata
@@ -31,9 +27,9 @@ from candlefire_pipeline.defs.store_policies import STORE_POOLS, STORE_WRITE_RET
 from candlefire_pipeline.defs.versions import EMBEDDING_STAGE_VERSION
 from candlefire_pipeline.embedding import stage_embedder
 from candlefire_pipeline.embedding.ray_executor import RayEmbeddingError, RayUnavailableError
-from candlefire_pipeline.generations.batches import drop_chunker, embed_batch, prepare_chunks
+from candlefire_pipeline.generations.batches import embed_batch, prepare_chunks
 from candlefire_pipeline.generations.identity import Generation
-from candlefire_pipeline.generations.registry import extra_generations, stored_registry
+from candlefire_pipeline.generations.registry import stored_registry
 from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.settings import Settings
 
@@ -156,17 +152,3 @@ def generation_assets(generation: Generation, stores: Sequence[str], drops_chunk
     embeddings = _embeddings_asset(generation, upstream)
     assets.append(embeddings)
     return assets + [_store_asset(generation, store, embeddings) for store in stores]
-
-
-def all_generation_assets(settings: Settings) -> list[dg.AssetsDefinition]:
-    """Every live generation's assets besides the default's, from the registry at load time."""
-    stored = stored_registry(settings)
-    if stored is None:
-        return []
-    chunker = drop_chunker(settings)
-    return [a for g in stored.extra() for a in generation_assets(g, settings.stores, chunker)]
-
-
-def all_generation_jobs(settings: Settings) -> list:
-    """One build job per live generation besides the default (`candlefire generation build`)."""
-    return [generation_build_job(g.name) for g in extra_generations(settings)]
