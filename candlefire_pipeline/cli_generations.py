@@ -94,6 +94,9 @@ def add_parser(sub) -> None:
     compare.add_argument("name")
     compare.add_argument("--backend", choices=("pgvector", "chroma", "qdrant"),
                          help="the candidate's backend (default: the serving one)")  # fmt: skip
+    gc = verbs.add_parser("gc", help="drop unused generations (a dry run unless --apply)")
+    gc.add_argument("--apply", action="store_true", help="drop what the dry run lists")
+    gc.add_argument("--retention-days", type=float, help="default: retention setting")
     build = verbs.add_parser("build", help="Dagster runs of its assets over the drops it lacks")
     build.add_argument("name")
     build.add_argument("--per-run", type=int, help="drops per run (default: backfill setting)")
@@ -133,7 +136,35 @@ def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if names else 0
 
 
-VERBS = {"create": cmd_create, "list": cmd_list, "build": cmd_build, "compare": cmd_compare}
+def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.operations.generation_gc import apply_gc, plan_gc
+
+    days = (
+        settings.generations.retention_days if args.retention_days is None else args.retention_days
+    )
+    plan = plan_gc(settings, days)
+    verb = "dropping" if args.apply else "would drop"
+    for generation, why in plan.drop:
+        print(f"{verb} {generation.name} [{generation.gid}]: {why}")
+    for generation, why in plan.keep:
+        print(f"keeping {generation.name} [{generation.gid}]: {why}")
+    if not plan.drop:
+        print("nothing to drop")
+    elif not args.apply:
+        print("dry run: run again with --apply to drop them")
+    else:
+        dropped = apply_gc(settings, plan, lambda line: print(f"  {line}"))
+        print(f"dropped: {', '.join(dropped) or 'none'}")
+    return 0
+
+
+VERBS = {
+    "create": cmd_create,
+    "list": cmd_list,
+    "build": cmd_build,
+    "compare": cmd_compare,
+    "gc": cmd_gc,
+}
 
 
 def cmd_generation(args: argparse.Namespace, settings: Settings) -> int:
