@@ -92,8 +92,10 @@ def add_parser(sub) -> None:
     verbs.add_parser("list", help="every generation: state, chunks per store, ledger lag, bytes")
     compare = verbs.add_parser("compare", help="judge it against what serves (the promote gates)")
     compare.add_argument("name")
-    compare.add_argument("--backend", choices=("pgvector", "chroma", "qdrant"),
-                         help="the candidate's backend (default: the serving one)")  # fmt: skip
+    compare.add_argument(
+        "--backend", choices=("pgvector", "chroma", "qdrant"),
+        help="the candidate's backend (default: pgvector, where promote goes)",
+    )  # fmt: skip
     gc = verbs.add_parser("gc", help="drop unused generations (a dry run unless --apply)")
     gc.add_argument("--apply", action="store_true", help="drop what the dry run lists")
     gc.add_argument("--retention-days", type=float, help="default: retention setting")

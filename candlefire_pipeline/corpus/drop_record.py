@@ -8,15 +8,13 @@ is identified by its fingerprint (name, size, mtime), so a changed file is new a
 
 from __future__ import annotations
 
-import fcntl
 import json
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 
 from candlefire_pipeline.corpus.drop_scan import DropFile
-from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.fsutil import exclusive_lock, write_atomic
 
 RECORD_VERSION = 1
 
@@ -51,17 +49,9 @@ def read_record(path: Path) -> dict[str, str]:
     return {name: entry["fingerprint"] for name, entry in _entries(Path(path)).items()}
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path):
     """Serialize read-modify-write between processes (parallel runs, the CLI)."""
-    lock_path = path.with_name(path.name + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return exclusive_lock(path.with_name(path.name + ".lock"))
 
 
 def record_drops(path: Path, drops: Iterable[DropFile], source: str) -> int:

@@ -1,10 +1,10 @@
 """`candlefire generation compare NAME`: the proof a generation needs before it serves.
 
 The reference is what serves now (backend, generation); the candidate is the generation on a
-backend (the serving one by default). The full retriever runs on both over the committed query
-set (the parity harness), the candidate's ANN recall is measured against its own exact oracle,
-every fed store of the candidate is compared with its ledger, and a quality comparison on a
-judged set is made when the vectors differ (docs/GENERATIONS.md, section 5).
+backend (pgvector by default: where a promotion goes). The full retriever runs on both over the
+committed query set (the parity harness), the candidate's ANN recall is measured against its
+own exact oracle, every fed store of the candidate is compared with its ledger, and a quality
+comparison on a judged set is made when the vectors differ (docs/GENERATIONS.md, section 5).
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
+
+#: Where a generation is promoted to (Chroma is what rollbacks return to, never a promotion).
+PROMOTION_BACKEND = "pgvector"
 
 
 def kind_of(reference: Generation, candidate: Generation) -> tuple[str, str]:
@@ -119,7 +122,7 @@ def resolve_sides(
     """((reference backend, generation), (candidate backend, generation))."""
     serving_backend, serving_name = serving_target(settings)
     reference, candidate = known.get(serving_name), known.get(name)
-    candidate_backend = backend or serving_backend
+    candidate_backend = backend or PROMOTION_BACKEND
     if not candidate.live:
         raise GenerationError(f"generation {name!r} is {candidate.state}: nothing to compare")
     if (candidate_backend, candidate.name) == (serving_backend, reference.name):

@@ -34,7 +34,7 @@ def test_a_model_change_is_judged_on_quality_and_passes(deployment):
     report = run_comparison(deployment, "dim48")
     assert report.kind == "quality" and "model hashing-v1 -> hashing-v1:48" in report.why
     assert report.target("reference") == ("chroma", "default")
-    assert report.target("candidate") == ("chroma", "dim48")
+    assert report.target("candidate") == ("pgvector", "dim48")
     quality = report.quality
     assert quality["judged"] == quality["queries"] == 60
     assert quality["ci_low"] <= quality["delta"] <= quality["ci_high"]
@@ -52,17 +52,17 @@ def failed_detail(gates: dict) -> str:
 def test_a_worse_model_fails_on_quality_with_its_interval(deployment):
     created = create_generation(deployment, "tiny", "hashing-v1:2")
     build(deployment, created)
-    report = run_comparison(deployment, "tiny", backend="pgvector")
+    report = run_comparison(deployment, "tiny", backend="qdrant")
     gate = gates_of(report)["rankings_hold"]
     assert not gate["passed"] and gate["value"] < -0.3
     assert report.quality["ci_high"] < -deployment.generations.ndcg_drop
-    assert report.target("candidate") == ("pgvector", "tiny")
+    assert report.target("candidate") == ("qdrant", "tiny")
 
 
 def test_a_layout_change_keeps_the_overlap_gates(deployment):
     created = create_generation(deployment, "half", "hashing-v1", layout=IndexLayout("halfvec"))
     build(deployment, created)
-    report = run_comparison(deployment, "half", backend="pgvector")
+    report = run_comparison(deployment, "half")
     assert report.kind == "overlap" and report.quality is None
     gate = gates_of(report)["rankings_hold"]
     assert gate["passed"] and "overlap comparison" in gate["detail"]
@@ -98,7 +98,7 @@ def test_comparing_what_serves_or_an_unknown_generation_is_refused(deployment):
     with pytest.raises(GenerationError, match="no generation named 'nope'"):
         run_comparison(deployment, "nope")
     with pytest.raises(GenerationError, match="is what serves"):
-        run_comparison(deployment, "default")
+        run_comparison(deployment, "default", backend="chroma")
 
 
 def test_the_cli_writes_the_report_and_exits_by_verdict(deployment, capsys):

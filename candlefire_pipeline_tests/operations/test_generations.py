@@ -9,15 +9,13 @@ import pytest
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.ledger import expected_chunks
-from candlefire_pipeline.embedding import EmbeddingCache, load_embedder
-from candlefire_pipeline.generations.batches import embed_batch
 from candlefire_pipeline.generations.identity import IndexLayout
 from candlefire_pipeline.generations.registry import GenerationError, stored_registry
 from candlefire_pipeline.generations.view import batches_dir, generation_settings
 from candlefire_pipeline.operations.generations import create_generation, inspect_generations
-from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
+from candlefire_pipeline_tests.generations.deployment import build, drop_tables
 from candlefire_pipeline_tests.operations.batches import EMBEDDER, apply, paper, write_batch
 
 KEYS = ("b1", "b2")
@@ -37,31 +35,7 @@ def deployment(tmp_path, monkeypatch, pg_dsn) -> Settings:
         finally:
             backend.close()
     yield settings
-    _drop_tables(settings)
-
-
-def _drop_tables(settings: Settings) -> None:
-    registry = stored_registry(settings)
-    for generation in registry.generations if registry else ():
-        backend = open_backend("pgvector", generation_settings(settings, generation))
-        backend.reset()
-        backend.close()
-
-
-def build(settings: Settings, generation) -> None:
-    """What the generation's assets do for every drop: embed with its model, apply everywhere."""
-    view = generation_settings(settings, generation)
-    embedder = load_embedder(generation.model)
-    cache = EmbeddingCache(settings.cache_dir / "embeddings.sqlite")
-    for key in KEYS:
-        embed_batch(settings, generation, key, embedder, cache)
-    for store in settings.stores:
-        backend = open_backend(store, view)
-        try:
-            for key in KEYS:
-                apply_batch(backend, view.batches_dir, key, embedder.model_id, embedder.dim)
-        finally:
-            backend.close()
+    drop_tables(settings)
 
 
 def test_without_a_registry_the_deployment_is_the_default_generation(deployment):
@@ -87,7 +61,7 @@ def test_create_freezes_the_default_then_the_new_one_builds_beside_it(deployment
     assert building.state == "building" and building.role == ""
     assert building.lag == {store: 2 for store in deployment.stores}
     assert building.chunks == {store: 0 for store in deployment.stores}
-    build(deployment, created)
+    build(deployment, created, list(KEYS))
     default, ready = inspect_generations(deployment)
     assert ready.state == "ready" and ready.lag == {store: 0 for store in deployment.stores}
     assert ready.chunks == default.chunks  # same chunker: the same chunks, other vectors
