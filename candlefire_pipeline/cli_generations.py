@@ -66,9 +66,13 @@ def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.operations.generations import inspect_generations
+    from candlefire_pipeline.operations.generations import environment_drift, inspect_generations
 
     statuses = inspect_generations(settings)
+    default = next(s.generation for s in statuses if s.generation.default)
+    drift = environment_drift(settings, default)
+    if drift:
+        print(f"warning: {drift}", file=sys.stderr)
     print(format_generations(statuses))
     return 2 if any(s.errors for s in statuses) else 0
 

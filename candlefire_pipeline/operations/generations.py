@@ -135,6 +135,21 @@ def create_generation(
     return created
 
 
+def environment_drift(settings: Settings, default: Generation) -> str | None:
+    """Why the environment no longer describes the frozen default generation, or None."""
+    from dataclasses import replace
+
+    described = settings_identity(settings, default.identity.dim)
+    if replace(described, dim=default.identity.dim) == default.identity:
+        return None
+    return (
+        f"the environment describes {described.describe()} but the default generation is "
+        f"{default.identity.describe()}: the registry wins (to change the index, create a "
+        "generation; to silence this, set CANDLEFIRE_EMBED_MODEL / _RUNTIME / "
+        "CANDLEFIRE_PG_VECTOR_TYPE / _QUANTIZATION / CANDLEFIRE_HNSW_* back)"
+    )
+
+
 @dataclass
 class GenerationStatus:
     """What `generation list` shows for one generation."""

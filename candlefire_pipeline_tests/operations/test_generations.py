@@ -115,3 +115,19 @@ def test_the_cli_creates_and_lists(deployment, capsys):
     assert "int [g" in out and "building" in out and "2 drops behind" in out
     assert candlefire(["generation", "create", "int", "--model", "hashing-v1:8"]) == 1
     assert "names are never reused" in capsys.readouterr().err
+
+
+def test_list_warns_when_the_environment_no_longer_describes_the_frozen_default(
+    deployment, monkeypatch, capsys
+):
+    create_generation(deployment, "dim32", "hashing-v1:32")
+    assert candlefire(["generation", "list"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    monkeypatch.setenv("CANDLEFIRE_PG_VECTOR_TYPE", "halfvec")
+    assert candlefire(["generation", "list"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the environment describes hashing-v1:16 (16-dim), chunker cf-1, halfvec" in err
+    assert "the registry wins" in err
+    # the default generation's targets are read as frozen, not as the environment says
+    [default, _] = inspect_generations(Settings.from_env())
+    assert default.chunks["pgvector"] == len(expected_chunks(deployment.batches_dir))
