@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks.generations_workload import serve, write_drops
 from benchmarks.helpers import LoadMonitor, write_section
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.embedding import EmbeddingCache, embedder_for
 from candlefire_pipeline.generations.batches import embed_batch
 from candlefire_pipeline.generations.identity import IndexLayout

@@ -1,4 +1,4 @@
-"""File helpers every layer shares: atomic writes, file locks, reading possibly gzipped drops."""
+"""File helpers every layer shares: atomic writes, a file lock, reading possibly gzipped drops."""
 
 from __future__ import annotations
 
@@ -27,17 +27,9 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
     return path
 
 
-def open_maybe_gzip(path: Path) -> BinaryIO:
-    """A binary stream of the file's content, decompressed when its name ends in `.gz`."""
-    path = Path(path)
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
-
-
 @contextmanager
-def exclusive_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive flock on `path` (created if missing): one writer across processes."""
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing) across processes for the block."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
@@ -46,3 +38,11 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def open_maybe_gzip(path: Path) -> BinaryIO:
+    """A binary stream of the file's content, decompressed when its name ends in `.gz`."""
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from candlefire_pipeline.corpus.drop_scan import DropFile
-from candlefire_pipeline.fsutil import exclusive_lock, write_atomic
+from candlefire_pipeline.fsutil import file_lock, write_atomic
 
 RECORD_VERSION = 1
 
@@ -49,18 +49,14 @@ def read_record(path: Path) -> dict[str, str]:
     return {name: entry["fingerprint"] for name, entry in _entries(Path(path)).items()}
 
 
-def _locked(path: Path):
-    """Serialize read-modify-write between processes (parallel runs, the CLI)."""
-    return exclusive_lock(path.with_name(path.name + ".lock"))
-
-
 def record_drops(path: Path, drops: Iterable[DropFile], source: str) -> int:
     """Record these drop versions as taken in by `source`; returns how many entries changed."""
     drops = list(drops)
     if not drops:
         return 0
     path = Path(path)
-    with _locked(path):
+    # read-modify-write between processes (parallel runs, the CLI) is serialized
+    with file_lock(path.with_name(path.name + ".lock")):
         try:
             entries = _entries(path)
         except DropRecordError:

@@ -9,13 +9,12 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
+from candlefire_pipeline.corpus.ledger import StoreLedger, diff_inventory
 from candlefire_pipeline.defs.generation_assets import live_generation
 from candlefire_pipeline.defs.store_checks import diff_result
 from candlefire_pipeline.defs.store_policies import STORE_POOLS
 from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.generations.view import batches_dir
-from candlefire_pipeline.operations.indexing import applied_batches
 
 
 def _key(generation: Generation, store: str) -> dg.AssetKey:
@@ -35,11 +34,11 @@ def _ledger_check(generation: Generation, store: str) -> dg.AssetChecksDefinitio
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         settings = context.resources.pipeline.settings()
         current = live_generation(settings, generation.name)
-        ledger = batches_dir(settings, current)
-        applied = sorted(applied_batches(ledger, store))
+        ledger = StoreLedger(batches_dir(settings, current), store)
+        applied = ledger.applied()
         with getattr(context.resources, store).open(current) as backend:
             actual = backend.chunk_hashes()
-        diff = diff_hashes(expected_chunks(ledger, applied), actual)
+        diff = diff_inventory(ledger.expected_chunks(), actual)
         return diff_result(diff, batches=len(applied), store_chunks=len(actual))
 
     return _check
@@ -83,7 +82,7 @@ def _agreement_check(generation: Generation, store: str) -> dg.AssetChecksDefini
         with getattr(context.resources, store).open(current) as other:
             other_hashes = other.chunk_hashes()
         return diff_result(
-            diff_hashes(pg_hashes, other_hashes),
+            diff_inventory(pg_hashes, other_hashes),
             pgvector_chunks=len(pg_hashes),
             **{f"{store}_chunks": len(other_hashes)},
         )

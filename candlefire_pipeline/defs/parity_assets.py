@@ -6,7 +6,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.defs.automation import DECIDE_AFTER_PARITY, parity_after_new_partitions
 from candlefire_pipeline.defs.resources import (
     ChromaResource,
@@ -16,17 +15,20 @@ from candlefire_pipeline.defs.resources import (
 )
 from candlefire_pipeline.defs.store_assets import STORE_ASSETS
 from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
-from candlefire_pipeline.operations.parity import (
-    GATED_STORES,
-    latest_evaluation,
-    open_stores,
-    run_report,
-)
+from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.parity.gates import failed, gate_table_markdown, gates_from_dicts
 from candlefire_pipeline.parity.report import ParityReport
 from candlefire_pipeline.parity.report_markdown import plots_section
+from candlefire_pipeline.stores import (
+    CANDIDATE,
+    CHROMA,
+    GATED_STORES,
+    PGVECTOR,
+    QDRANT,
+    STORE_NAMES,
+)
 
 PARITY_REPORT = dg.AssetKey("parity_report")
 
@@ -69,7 +71,7 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         qdrant: QdrantResource,
     ) -> dg.MaterializeResult:
         settings = pipeline.settings()
-        resources = {"pgvector": pgvector, "chroma": chroma, "qdrant": qdrant}
+        resources = {PGVECTOR: pgvector, CHROMA: chroma, QDRANT: qdrant}
         with open_stores(**{name: resources[name] for name in settings.stores}) as opened:
             report = run_report(settings, pipeline.query_embedder(), opened)
         json_path, md_path = report.write(settings.reports_dir)
@@ -131,7 +133,7 @@ def serving_backend(
     context.log.info(
         f"serving backend: {state.describe()} ({decision.outcome}: {decision.message})"
     )
-    if state.backend == "pgvector" and failed(gates):
+    if state.backend == CANDIDATE and failed(gates):
         context.log.warning(
             f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
             "`candlefire rollback --reason ...` pins Chroma"

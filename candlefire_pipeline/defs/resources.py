@@ -1,18 +1,16 @@
 """Resources: thin wrappers that turn settings into core objects."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
 from pydantic import PrivateAttr
 
-from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.pg.server import resolve_dsn
 from candlefire_pipeline.embedding import EmbeddingCache, embedder_for, stage_embedder
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 
 class SettingsResource(dg.ConfigurableResource):
@@ -62,18 +60,13 @@ class PipelineResource(SettingsResource):
         return EmbeddingCache(self.settings().cache_dir / "embeddings.sqlite")
 
 
-@contextmanager
-def _opened(name: str, settings: Settings, generation=None) -> Iterator[VectorBackend]:
-    """The store `name` opened for the default generation (None) or another one's target."""
-    if generation is not None:
-        from candlefire_pipeline.generations.view import generation_settings
+def for_generation(settings: Settings, generation=None) -> Settings:
+    """The store settings of the default generation (None) or of another one's target."""
+    if generation is None:
+        return settings
+    from candlefire_pipeline.generations.view import generation_settings
 
-        settings = generation_settings(settings, generation)
-    backend = open_backend(name, settings)
-    try:
-        yield backend
-    finally:
-        backend.close()
+    return generation_settings(settings, generation)
 
 
 class PgVectorResource(SettingsResource):
@@ -94,7 +87,7 @@ class PgVectorResource(SettingsResource):
         return resolve_dsn(self.settings())
 
     def open(self, generation=None):
-        return _opened("pgvector", self.settings(), generation)
+        return opened_backend(PGVECTOR, for_generation(self.settings(), generation))
 
 
 class ChromaResource(SettingsResource):
@@ -118,7 +111,7 @@ class ChromaResource(SettingsResource):
         )
 
     def open(self, generation=None):
-        return _opened("chroma", self.settings(), generation)
+        return opened_backend(CHROMA, for_generation(self.settings(), generation))
 
 
 class QdrantResource(SettingsResource):
@@ -137,7 +130,7 @@ class QdrantResource(SettingsResource):
         )
 
     def open(self, generation=None):
-        return _opened("qdrant", self.settings(), generation)
+        return opened_backend(QDRANT, for_generation(self.settings(), generation))
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:

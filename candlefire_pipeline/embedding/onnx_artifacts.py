@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from candlefire_pipeline.embedding.model_files import logical_model_id, model_dir, weights_hash
-from candlefire_pipeline.fsutil import exclusive_lock
+from candlefire_pipeline.fsutil import file_lock
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def ensure_onnx_model(model_id: str, variant: str, onnx_dir: Path) -> OnnxArtifa
     manifest = _valid(final, source_hash, variant)
     if manifest is not None:
         return OnnxArtifact(final, manifest)
-    with exclusive_lock(final.with_name(f".{final.name}.lock")):
+    with file_lock(final.with_name(f".{final.name}.lock")):
         manifest = _valid(final, source_hash, variant)  # another exporter may have finished
         if manifest is not None:
             return OnnxArtifact(final, manifest)

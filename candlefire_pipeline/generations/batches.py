@@ -6,7 +6,6 @@ existing one pointed at its own directory (docs/GENERATIONS.md, section 2).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -15,11 +14,11 @@ from pathlib import Path
 
 from candlefire_pipeline.corpus.chunking import CHUNKER_VERSION
 from candlefire_pipeline.corpus.drops import ChunksSummary, write_chunks
+from candlefire_pipeline.corpus.ledger import StoreLedger
 from candlefire_pipeline.embedding import EmbeddingCache, EmbeddingSummary, write_embeddings
 from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.generations.registry import stored_registry
 from candlefire_pipeline.generations.view import batches_dir
-from candlefire_pipeline.operations.indexing import applied_marker
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -110,13 +109,6 @@ def ingested_keys(settings: Settings) -> list[str]:
     return sorted(d.name for d in root.iterdir() if (d / "papers.parquet").is_file())
 
 
-def _applied_at(marker: Path) -> float | None:
-    try:
-        return float(json.loads(marker.read_text())["applied_at"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def behind(
     settings: Settings, generation: Generation, stores: Iterable[str]
 ) -> dict[str, list[str]]:
@@ -126,13 +118,13 @@ def behind(
     gen_dir = batches_dir(settings, generation)
     lag: dict[str, list[str]] = {}
     for store in stores:
-        late = []
-        for key in keys:
-            applied = _applied_at(gen_dir / key / applied_marker(store))
-            changed = (settings.drop_batches_dir / key / "papers.parquet").stat().st_mtime
-            if applied is None or applied < changed:
-                late.append(key)
-        lag[store] = late
+        applied = StoreLedger(gen_dir, store).applied()
+        lag[store] = [
+            key
+            for key in keys
+            if key not in applied
+            or applied[key] < (settings.drop_batches_dir / key / "papers.parquet").stat().st_mtime
+        ]
     return lag
 
 

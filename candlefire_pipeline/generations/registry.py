@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from candlefire_pipeline.corpus.chunking import CHUNKER_VERSION
-from candlefire_pipeline.fsutil import exclusive_lock, write_atomic
+from candlefire_pipeline.fsutil import file_lock, write_atomic
 from candlefire_pipeline.generations.identity import (
     DEFAULT_NAME,
     Generation,
@@ -126,5 +126,5 @@ def write_registry(settings: Settings, registry: Registry) -> None:
 def registry_lock(settings: Settings) -> Iterator[None]:
     """One writer of the registry at a time (read, decide, write inside)."""
     path = settings.generations_file
-    with exclusive_lock(path.with_name(path.name + ".lock")):
+    with file_lock(path.with_name(path.name + ".lock")):
         yield

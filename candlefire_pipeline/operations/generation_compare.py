@@ -17,7 +17,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
+from candlefire_pipeline.corpus.ledger import StoreLedger, diff_inventory
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.generations.batches import behind
 from candlefire_pipeline.generations.identity import Generation
@@ -25,7 +25,6 @@ from candlefire_pipeline.generations.registry import GenerationError, Registry
 from candlefire_pipeline.generations.view import generation_settings, reports_dir
 from candlefire_pipeline.operations.generation_quality import compare_quality
 from candlefire_pipeline.operations.generations import registry, serving_target
-from candlefire_pipeline.operations.indexing import applied_batches
 from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.parity.gates import GateResult
@@ -70,7 +69,7 @@ def ledger_of(settings: Settings, generations: list[Generation]) -> dict:
     for generation in generations:
         view = generation_settings(settings, generation)
         for store in settings.stores:
-            out[f"{generation.name}/{store}"] = applied_batches(view.batches_dir, store)
+            out[f"{generation.name}/{store}"] = StoreLedger(view.batches_dir, store).applied()
     return out
 
 
@@ -87,11 +86,10 @@ def _store_diffs(settings: Settings, candidate: Generation, stack: ExitStack) ->
     for store in settings.stores:
         try:
             backend = stack.enter_context(closing(open_backend(store, view)))
-            applied = sorted(applied_batches(view.batches_dir, store))
-            diff = diff_hashes(expected_chunks(view.batches_dir, applied), backend.chunk_hashes())
-            diffs[store] = {kind: len(ids) for kind, ids in diff.items()}
+            expected = StoreLedger(view.batches_dir, store).expected_chunks()
+            diffs[store] = diff_inventory(expected, backend.chunk_hashes()).counts()
             opened[store] = backend
-        except Exception as exc:  # noqa: BLE001 - an unreachable store fails the gate, not the run
+        except Exception as exc:
             diffs[store] = {"error": f"{type(exc).__name__}: {exc}"}
     return diffs, opened
 

@@ -72,7 +72,7 @@ def _check_default_stores(settings: Settings, default: Generation) -> None:
                 stored = backend.stored_model()
             finally:
                 backend.close()
-        except Exception as exc:  # noqa: BLE001 - any failure means the model cannot be verified
+        except Exception as exc:
             raise GenerationError(
                 f"cannot freeze the default generation: {store} is unreachable ({exc}); the "
                 "first `generation create` checks that every store holds the configured model"
@@ -186,7 +186,7 @@ def inspect_generation(
                 status.bytes[store] = store_bytes(store, view, backend)
             finally:
                 backend.close()
-        except Exception as exc:  # noqa: BLE001 - one store down must not hide the others
+        except Exception as exc:
             status.errors[store] = f"{type(exc).__name__}: {exc}"
     return status
 

@@ -7,7 +7,6 @@ serving_backend asset, `candlefire rollback/promote`, the app-facing reader -- g
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import uuid
@@ -17,10 +16,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.fsutil import file_lock, write_atomic
 from candlefire_pipeline.operations.serving_history import HistoryWrite, flush, queue_entry
 from candlefire_pipeline.parity.gates import GateResult, failed
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE, SERVABLE_STORES
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,7 @@ log = logging.getLogger(__name__)
 INITIAL = "chroma"  # never promoted: candle-fire serves from Chroma, as it does today
 PROMOTED = "pgvector"  # promoted on a report that passed every gate
 PINNED = "chroma_pinned"  # an operator rolled back: Chroma until `candlefire promote`
-BACKEND_OF = {INITIAL: "chroma", PROMOTED: "pgvector", PINNED: "chroma"}
-BACKENDS = ("chroma", "pgvector")
+BACKEND_OF = {INITIAL: REFERENCE, PROMOTED: CANDIDATE, PINNED: REFERENCE}
 
 # events and guards -------------------------------------------------------------------------
 AUTO_PROMOTE = "auto_promote"  # the serving_backend asset (schedule, sensor, re-run)
@@ -176,7 +175,7 @@ def read_state(path: Path) -> ServingState:
         data = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: the serving switch is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or data.get("backend") not in BACKENDS:
+    if not isinstance(data, dict) or data.get("backend") not in SERVABLE_STORES:
         raise ValueError(f"{path}: unknown serving backend {data.get('backend')!r}")
     state = data.get("state") or _legacy_state(data)
     if state not in BACKEND_OF or BACKEND_OF[state] != data["backend"]:
@@ -188,7 +187,7 @@ def read_state(path: Path) -> ServingState:
 def _legacy_state(data: dict) -> str:
     """A file from before the state machine: pgvector was a promotion; a recorded Chroma change
     was an operator's rollback, so it stays a pin."""
-    if data["backend"] == "pgvector":
+    if data["backend"] == CANDIDATE:
         return PROMOTED
     return PINNED if data.get("changed_at") else INITIAL
 
@@ -196,14 +195,8 @@ def _legacy_state(data: dict) -> str:
 @contextmanager
 def switch_lock(settings: Settings) -> Iterator[None]:
     """One writer of the switch (and its history queue) at a time, across processes."""
-    path = settings.serving_file.with_name(settings.serving_file.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(settings.serving_file.with_name(settings.serving_file.name + ".lock")):
+        yield
 
 
 def _current(settings: Settings, event: str) -> ServingState:

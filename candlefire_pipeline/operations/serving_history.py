@@ -15,8 +15,9 @@ from pathlib import Path
 import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_connect import connect
+from candlefire_pipeline.backends.pg.connect import connect
 from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.stores import SERVABLE_STORES
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +26,11 @@ HISTORY_CONNECT_TIMEOUT = 5
 ENTRY_FIELDS = ("entry_id", "backend", "state", "event", "report_id", "reason", "actor",
                 "changed_at")  # fmt: skip
 
+_SERVABLE = ", ".join(f"'{name}'" for name in SERVABLE_STORES)
 _DDL = (
-    """CREATE TABLE IF NOT EXISTS serving_backend_history (
+    f"""CREATE TABLE IF NOT EXISTS serving_backend_history (
         id          bigserial PRIMARY KEY,
-        backend     text NOT NULL CHECK (backend IN ('chroma', 'pgvector')),
+        backend     text NOT NULL CHECK (backend IN ({_SERVABLE})),
         report_id   text,
         reason      text NOT NULL,
         changed_at  timestamptz NOT NULL DEFAULT now()

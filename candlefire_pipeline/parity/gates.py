@@ -14,7 +14,7 @@ from candlefire_pipeline.settings import ParityThresholds
 if TYPE_CHECKING:
     from candlefire_pipeline.parity.report import ParityReport
 
-#: store -> {batch_key: applied_at}: which batches each store had applied (operations/indexing)
+#: store -> {batch_key: applied_at}: which batches each store had applied (corpus/ledger.snapshot)
 Ledger = dict[str, dict[str, float]]
 
 #: Every gate, in evaluation order, with what it promises (the blocking checks' descriptions).
