@@ -108,6 +108,13 @@ def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.query import format_retrieval, run_query
 
+    if args.generation:
+        if args.backend == "serving":
+            raise ValueError("--generation needs --backend (serving follows the switch)")
+        from candlefire_pipeline.generations.view import generation_settings
+        from candlefire_pipeline.operations.generations import registry
+
+        settings = generation_settings(settings, registry(settings).get(args.generation))
     backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
     if args.backend == "serving":
         print(f"serving backend: {backend} (as the app reads it: switch + override)")
@@ -196,6 +203,7 @@ def _parser() -> argparse.ArgumentParser:
         default="serving",
         help="serving (default) follows the switch exactly as the app does",
     )
+    query.add_argument("--generation", help="query this index generation (with --backend)")
     repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")

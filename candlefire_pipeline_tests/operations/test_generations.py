@@ -131,3 +131,16 @@ def test_list_warns_when_the_environment_no_longer_describes_the_frozen_default(
     # the default generation's targets are read as frozen, not as the environment says
     [default, _] = inspect_generations(Settings.from_env())
     assert default.chunks["pgvector"] == len(expected_chunks(deployment.batches_dir))
+
+
+def test_query_reads_a_generation_before_it_serves(deployment, capsys):
+    created = create_generation(deployment, "dim32", "hashing-v1:32")
+    assert candlefire(["query", "abstract of 3", "--backend", "pgvector", "--generation",
+                       "dim32"]) == 0  # fmt: skip
+    assert "#  PMID" in capsys.readouterr().out  # the header: nothing built yet, no rows
+    build(deployment, created, list(KEYS))
+    assert candlefire(["query", "v1 abstract of 3 about SOD1", "--backend", "pgvector",
+                       "--generation", "dim32"]) == 0  # fmt: skip
+    assert " 3 " in capsys.readouterr().out
+    assert candlefire(["query", "x", "--generation", "dim32"]) == 2
+    assert "--generation needs --backend" in capsys.readouterr().err
