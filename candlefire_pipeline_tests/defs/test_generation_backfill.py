@@ -6,11 +6,11 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.generations.batches import behind
 from candlefire_pipeline.generations.view import batches_dir, generation_settings
 from candlefire_pipeline.operations.generations import create_generation
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.backfill_daemon import (
     RANGE_END,
