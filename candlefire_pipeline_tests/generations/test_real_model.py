@@ -17,7 +17,12 @@ from candlefire_pipeline.operations.generation_compare import run_comparison
 from candlefire_pipeline.operations.generations import create_generation
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
-from candlefire_pipeline_tests.generations.deployment import build, drop_tables, ingest
+from candlefire_pipeline_tests.generations.deployment import (
+    build,
+    drop_tables,
+    failing_gates,
+    ingest,
+)
 
 CLAIMS, PAPERS = 60, 200
 
@@ -74,7 +79,7 @@ def test_minilm_int8_and_halfvec_generations_are_built_and_judged(minilm_deploym
     assert abs(quality["delta"]) < 0.05 and quality["reference_ndcg"] > 0.5
     assert quality["ci_low"] <= quality["delta"] <= quality["ci_high"]
     gates = {g["name"]: g for g in report.gates}
-    assert all(g["passed"] for g in gates.values()), {n: g["detail"] for n, g in gates.items()}
+    assert not failing_gates(report.gates), failing_gates(report.gates)
     assert gates["grounding_agreement"]["value"] == 1.0
 
     half = create_generation(
@@ -87,5 +92,4 @@ def test_minilm_int8_and_halfvec_generations_are_built_and_judged(minilm_deploym
     build(settings, half)
     report = run_comparison(settings, "half")
     assert report.kind == "overlap" and report.quality is None
-    gates = {g["name"]: g for g in report.gates}
-    assert all(g["passed"] for g in gates.values()), {n: g["detail"] for n, g in gates.items()}
+    assert not failing_gates(report.gates), failing_gates(report.gates)

@@ -14,7 +14,12 @@ from candlefire_pipeline.operations.generation_compare import (
 )
 from candlefire_pipeline.operations.generations import create_generation
 from candlefire_pipeline.parity.gates import failed
-from candlefire_pipeline_tests.generations.deployment import build, deploy, drop_tables
+from candlefire_pipeline_tests.generations.deployment import (
+    build,
+    deploy,
+    drop_tables,
+    failing_gates,
+)
 
 
 @pytest.fixture
@@ -39,14 +44,10 @@ def test_a_model_change_is_judged_on_quality_and_passes(deployment):
     assert quality["judged"] == quality["queries"] == 60
     assert quality["ci_low"] <= quality["delta"] <= quality["ci_high"]
     gates = gates_of(report)
-    assert all(g["passed"] for g in gates.values()), failed_detail(gates)
+    assert not failing_gates(report.gates), failing_gates(report.gates)
     assert gates["grounding_agreement"]["threshold"] == 1.0  # same chunker: exactly
     assert "nDCG@10" in gates["rankings_hold"]["detail"]
     assert gates["ann_recall"]["value"] >= 0.95
-
-
-def failed_detail(gates: dict) -> str:
-    return "; ".join(f"{n}: {g['detail']}" for n, g in gates.items() if not g["passed"])
 
 
 def test_a_worse_model_fails_on_quality_with_its_interval(deployment):
@@ -80,7 +81,7 @@ def test_a_generation_behind_the_drops_or_changed_after_the_report_fails(deploym
     assert gates["stores_hold_current_versions"].passed
     assert not gates["report_is_fresh"].passed
     again = run_comparison(deployment, "dim48")
-    assert not failed([g for g in evaluate_comparison(deployment, again)])
+    assert not failing_gates(evaluate_comparison(deployment, again))
 
 
 def test_no_judged_set_is_a_failing_gate_never_a_pass(deployment, monkeypatch, tmp_path):
