@@ -92,3 +92,20 @@ def test_the_record_round_trips_and_a_hand_edited_identity_is_refused():
     with pytest.raises(ValueError, match="does not match its identity"):
         Generation.from_dict(data)
     assert generation.with_state(DROPPED, dropped_at="t2").live is False
+
+
+def test_note_served_records_the_time_and_never_fails(tmp_path, caplog):
+    from candlefire_pipeline.generations.registry import Registry, stored_registry, write_registry
+    from candlefire_pipeline.generations.served import note_served
+    from candlefire_pipeline.settings import Settings
+
+    settings = Settings(data_dir=tmp_path, drops_dir=tmp_path / "drops")
+    note_served(settings, "int8")  # no registry: nothing to record, no error
+    default = Generation("default", BASE, "m", "onnx", default=True)
+    write_registry(settings, Registry((default, Generation("int8", BASE, "m", "onnx-int8")), True))
+    note_served(settings, "int8")
+    assert stored_registry(settings).get("int8").last_served_at is not None
+    assert stored_registry(settings).get("default").last_served_at is None
+    settings.generations_file.write_text("{broken")
+    note_served(settings, "int8")
+    assert "could not record when generation int8 last served" in caplog.text
