@@ -74,9 +74,11 @@ class EngineStore:
     def __init__(self, shard, narrow: bool) -> None:
         self.shard, self.narrow = shard, narrow
 
-    def substring_candidates(self, variants, vector, n):
-        flt = qdrant_filter(Filter(), variants, narrow=self.narrow)
-        return qdrant_engine.top(self.shard, vector, flt, n)
+    def substring_candidates(self, variants, vectors, n):
+        return [
+            qdrant_engine.top(self.shard, vector, qdrant_filter(Filter(), [v], self.narrow), n)
+            for v, vector in zip(variants, vectors, strict=True)
+        ]
 
     def close(self) -> None:
         """The shard is shared; engine_shard's caller closes it."""
@@ -110,17 +112,17 @@ def term_rows(stores: dict, rows, data, repeats: int) -> list[str]:
         cells = []
         for store in stores.values():
             seconds, _ = timed(
-                lambda s=store, t=term: s.substring_candidates([t], query, 20), repeats
+                lambda s=store, t=term: s.substring_candidates([t], query[None, :], 20), repeats
             )
             cells.append(f"{seconds * 1000:.1f}")
-        matches = len(stores["memory"].substring_candidates([term], query, 10**6))
+        matches = len(stores["memory"].substring_candidates([term], query[None, :], 10**6)[0])
         tokens = ", ".join(narrowing_tokens(term)) or "-"
         lines.append(f"| `{term}` | {tokens} | {matches} | " + " | ".join(cells) + " |")
     return lines
 
 
 def applicability() -> str:
-    variants = [v for q in load_queries() for t in q.terms for v in term_variants(t)]
+    variants = [v for q in load_queries() for t in q.keyword_terms for v in term_variants(t)]
     narrowable = [v for v in variants if narrowing_tokens(v)]
     return (
         f"{len(narrowable)} of the {len(variants)} term variants of the packaged parity queries "

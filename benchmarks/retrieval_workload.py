@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from benchmarks.retrieval_data import (
+    LATENCY_CHUNKS,
     SyntheticCorpus,
     entity_pool,
     scifact_queries,
@@ -32,28 +33,13 @@ class Workload:
         return make_requests([q.text for q in scifact_queries()[:n]], self.pool, self.corpus, seed)
 
 
-def latency_workload(embedder) -> Workload:
+def latency_workload(embedder, size: int = LATENCY_CHUNKS) -> Workload:
     records = scifact_records()
     # real embeddings of the SciFact titles (row i = records[i]) seed the synthetic vectors
     base = cached(embedder, [r["title"] for r in records])
-    corpus = synthetic_corpus(records, base)
+    corpus = synthetic_corpus(records, base, size=size)
     rows = store_rows(corpus.chunks, corpus.vectors, "synthetic", embedder.model_id)
     return Workload(rows, corpus, entity_pool([r["title"] for r in records]))
-
-
-class MemoEmbedder:
-    """The real embedder, each text embedded once: sweeps time the store, not the model."""
-
-    def __init__(self, embedder) -> None:
-        self.inner = embedder
-        self.model_id, self.dim = embedder.model_id, embedder.dim
-        self._memo: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        if missing:
-            self._memo.update(zip(missing, self.inner.embed(missing), strict=True))
-        return np.stack([self._memo[t] for t in texts])
 
 
 class ExactAnnOracle:

@@ -1,5 +1,5 @@
-"""`candlefire`: demo, status, rollback, promote, query, repair, register-drops, fetch-pubmed,
-create-reader-role, generation (create, list, build, compare, gc)."""
+"""`candlefire`: demo, status, rollback, promote, query, repair, maintain, register-drops,
+fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
     if args.backend == "serving":
         print(f"serving backend: {backend} (as the app reads it: switch + override)")
-    print(format_retrieval(retrieval, args.term))
+    print(format_retrieval(retrieval))
     return 0
 
 
@@ -171,6 +171,15 @@ def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if report.converged else 1
 
 
+def cmd_maintain(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when every store answered and every action run (or a dry run), 2 otherwise."""
+    from candlefire_pipeline.operations.maintenance import format_maintenance, maintain
+
+    report = maintain(settings, apply=args.apply)
+    print(format_maintenance(report))
+    return 2 if report.failed else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="candlefire", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -196,7 +205,13 @@ def _parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="run the full retriever on one backend")
     query.add_argument("text")
     query.add_argument("--entity", action="append", default=[])
-    query.add_argument("--term", action="append", default=[])
+    query.add_argument(
+        "--term",
+        action="append",
+        default=None,
+        help="a keyword/grounding term (repeatable); without any, the identifier tokens of the "
+        "text are taken, as the app does",
+    )
     query.add_argument(
         "--backend",
         choices=["serving", *BACKEND_NAMES],
@@ -207,6 +222,12 @@ def _parser() -> argparse.ArgumentParser:
     repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
+    maintain = sub.add_parser(
+        "maintain", help="index health of every store; --apply vacuums / rebuilds (dry run default)"
+    )
+    maintain.add_argument(
+        "--apply", action="store_true", help="run what the dry run reports (never blocks serving)"
+    )
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     add_fetch_arguments(fetch)
     from candlefire_pipeline import cli_generations
@@ -224,6 +245,7 @@ COMMANDS = {
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
     "repair": cmd_repair,
+    "maintain": cmd_maintain,
     "fetch-pubmed": cmd_fetch,
     "generation": lambda args, settings: _generation(args, settings),
 }

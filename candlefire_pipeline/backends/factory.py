@@ -73,6 +73,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             token=settings.chroma_token,
             ssl=settings.chroma_ssl,
             ca_bundle=settings.chroma_ca_bundle,
+            ef_search=settings.chroma_ef_search,
             # $contains has one semantics (case-sensitive); the setting chooses pgvector's and the
             # oracle's, and the parity report counts where they differ from Chroma's.
             substring_mode="like",

@@ -18,7 +18,12 @@ from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
 from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
-from candlefire_pipeline.parity.gates import failed, gate_table_markdown, gates_from_dicts
+from candlefire_pipeline.parity.gates import (
+    INLINE_MARKDOWN_CHARS,
+    failed,
+    gate_table_markdown,
+    gates_from_dicts,
+)
 from candlefire_pipeline.parity.report import ParityReport
 from candlefire_pipeline.parity.report_markdown import plots_section
 from candlefire_pipeline.stores import (
@@ -91,7 +96,7 @@ def _report_metadata(report: ParityReport, json_path: Path, md_path: Path) -> di
     return {
         "report_id": report.report_id,
         # short enough for the asset page to show inline (the whole report is behind a link)
-        "gates": dg.MetadataValue.md(gate_table_markdown(gates)),
+        "gates": dg.MetadataValue.md(gate_table_markdown(gates, INLINE_MARKDOWN_CHARS)),
         "failed_gates": ", ".join(failed(gates)) or "none",
         "stores": ", ".join(f"{s} ({report.role(s)})" for s in report.stores()),
         "diverging_stores": ", ".join(report.diverging_stores()) or "none",
@@ -150,7 +155,7 @@ def serving_backend(
             "verdict": decision.message,
             "failed_gates": ", ".join(failed(gates)) or ("no report" if report is None else "none"),
             "report_id": report.report_id if report else "",
-            "gates": dg.MetadataValue.md(gate_table_markdown(gates)),
+            "gates": dg.MetadataValue.md(gate_table_markdown(gates, INLINE_MARKDOWN_CHARS)),
             "pending_history": len(pending_entries(settings.serving_pending_file)),
         }
     )

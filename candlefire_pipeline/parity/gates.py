@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from candlefire_pipeline.backends.pg.version import FLOOR, ServerVersions, dotted, missing_fixes
 from candlefire_pipeline.settings import ParityThresholds
 
 if TYPE_CHECKING:
@@ -33,6 +34,12 @@ GATES: dict[str, str] = {
     "chunk_counts_equal": "Reference and candidate hold the same chunk ids with the same content.",
     "stores_hold_current_versions": "Reference and candidate hold exactly the ledger's current "
     "version of every paper (the chunk ids and content hashes of the batches applied).",
+    "pgvector_version": f"pgvector is at least {dotted(FLOOR)} on the server the report ran on "
+    "and on the server now (0.8.3 fixed possible HNSW index corruption during vacuum, 0.8.4 the "
+    "`hnsw graph not repaired` error); unknown = FAIL.",
+    "candlefire_conformance": "The candidate answers candle-fire's recorded queries as "
+    "candle-fire's own retriever did, every stage of every query (only ties within 1e-5 may "
+    "swap; neighbours candle-fire's own Chroma graph missed are proven so); no fixtures = FAIL.",
 }
 
 
@@ -54,9 +61,13 @@ def failed(gates: list[GateResult]) -> list[str]:
 
 
 def evaluate_gates(
-    report: ParityReport, thresholds: ParityThresholds, ledger_now: Ledger | None
+    report: ParityReport,
+    thresholds: ParityThresholds,
+    ledger_now: Ledger | None,
+    pgvector_now: ServerVersions | None = None,
 ) -> list[GateResult]:
-    """Every gate of GATES for `report`; ledger_now None means the ledger could not be read."""
+    """Every gate of GATES for `report`; ledger_now / pgvector_now (the candidate server's
+    versions) None means they could not be read now."""
     return [
         freshness(report, ledger_now),
         _corpus_size(report, thresholds),
@@ -67,6 +78,8 @@ def evaluate_gates(
         _ann_recall(report, thresholds),
         _chunk_counts_equal(report),
         _current_versions(report),
+        pgvector_version(report, pgvector_now),
+        _conformance(report),
     ]
 
 
@@ -209,6 +222,49 @@ def _current_versions(report: ParityReport) -> GateResult:
     return GateResult(name, total == 0, float(total), 0.0, detail)
 
 
+def pgvector_version(report: ParityReport, now: ServerVersions | None) -> GateResult:
+    """The floor on the server the report ran on (recorded) and on the server now (read)."""
+    name, floor = "pgvector_version", f"floor {dotted(FLOOR)}"
+    ran_on = ServerVersions.from_dict((report.servers or {}).get(report.candidate))
+    if ran_on is None or ran_on.pgvector is None:
+        return GateResult(name, False, 1.0, 0.0, "unknown: the report does not record the "
+                          "pgvector version it ran on; re-run parity_report")  # fmt: skip
+    if now is None or now.pgvector is None:
+        return GateResult(name, False, 1.0, 0.0, "unknown: the pgvector version of the "
+                          f"{report.candidate} server cannot be read now")  # fmt: skip
+    lacking = max(len(missing_fixes(v.pgvector)) for v in (ran_on, now))
+    if now.below_floor():
+        detail = f"the {report.candidate} server now: {now.floor_problem()}"
+    elif ran_on.below_floor():
+        detail = (
+            f"the report ran on {ran_on.floor_problem()}; the server now runs pgvector "
+            f"{now.pgvector}: re-run parity_report"
+        )
+    else:
+        detail = f"{ran_on.pgvector} when the report ran, {now.pgvector} now ({floor})"
+    return GateResult(name, lacking == 0, float(lacking), 0.0, detail)
+
+
+def _conformance(report: ParityReport) -> GateResult:
+    name, store = "candlefire_conformance", report.candidate
+    found = (report.conformance or {}).get(store)
+    if not found:
+        return GateResult(name, False, 1.0, 0.0, f"unknown: the report has no conformance of "
+                          f"{store}; re-run parity_report")  # fmt: skip
+    if "error" in found:
+        return GateResult(name, False, 1.0, 0.0, f"{store}: {found['error']}")
+    differing, queries = int(found["differing"]), int(found["queries"])
+    if queries == 0:
+        return GateResult(name, False, 1.0, 0.0, f"{store}: no recorded query was checked")
+    checks = sum(sum(tally.values()) for tally in found["counts"].values())
+    detail = f"{store}: {checks - differing} of {checks} checks of {queries} recorded queries " \
+        f"as candle-fire answered ({found['swaps']} tie swaps)"  # fmt: skip
+    if differing:
+        first = found["failures"][0]
+        detail += f"; first difference: {first['query_id']} {first['check']}: {first['detail']}"
+    return GateResult(name, differing == 0, float(differing), 0.0, detail)
+
+
 def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
     """(gate, result, value, threshold, detail) per gate, formatted for a table."""
     return [
@@ -217,15 +273,31 @@ def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
-def gate_table_markdown(gates: list[GateResult]) -> str:
-    """The gate table as Markdown (report page, Dagster metadata)."""
+#: The Dagster UI shows a Markdown metadata value inline only below this many characters (else
+#: behind a "[Show Markdown]" dialog).
+INLINE_MARKDOWN_CHARS = 1000
 
-    def cell(value: str) -> str:
+
+def gate_table_markdown(gates: list[GateResult], limit: int | None = None) -> str:
+    """The gate table as Markdown (report page, Dagster metadata); with `limit`, each detail is
+    cut short (…) until the table fits (the full details stay in the report)."""
+
+    def cell(value: str, width: int) -> str:
+        value = value if len(value) <= width else value[: width - 1] + "…"
         return value.replace("|", "\\|").replace("\n", " ")
 
-    lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in gate_rows(gates)]
-    return "\n".join(lines)
+    rows = gate_rows(gates)
+    width = max((len(row[4]) for row in rows), default=0)
+    while True:
+        lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
+        lines += [
+            "| " + " | ".join([*(cell(v, len(v)) for v in row[:4]), cell(row[4], width)]) + " |"
+            for row in rows
+        ]
+        table = "\n".join(lines)
+        if limit is None or len(table) < limit or width <= 8:
+            return table
+        width -= 4
 
 
 def format_gate_table(gates: list[GateResult]) -> str:

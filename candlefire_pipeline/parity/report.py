@@ -75,6 +75,11 @@ class ParityReport:
     unavailable: dict[str, str] = field(default_factory=dict)
     #: plot kind -> PNG file name beside the markdown (parity/plots.py)
     plots: dict[str, str] = field(default_factory=dict)
+    #: store -> the server versions it ran on (backends/pg/version.ServerVersions as a dict)
+    servers: dict[str, dict] = field(default_factory=dict)
+    #: store -> its conformance with candle-fire's recorded answers, or {"error": why}
+    #: (operations/conformance.py; parity/conformance.StoreConformance.to_dict())
+    conformance: dict[str, dict] = field(default_factory=dict)
 
     # roles ------------------------------------------------------------------------
     def stores(self) -> list[str]:
@@ -141,6 +146,9 @@ class ParityReport:
                 out[f"oracle_overlap_{store}"] = float(column["mean_overlap"])
             if column:
                 out[f"oracle_divergences_{store}"] = float(column["divergences"])
+        for store, found in self.conformance.items():
+            if "counts" in found:
+                out[f"conformance_differing_{store}"] = float(found["differing"])
         return out
 
     # serialization ----------------------------------------------------------------

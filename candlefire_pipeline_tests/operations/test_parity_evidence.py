@@ -103,7 +103,7 @@ def test_a_report_with_no_grounding_terms_never_flips(staged, pg_dsn, tmp_path):
     queries = [q for q in load_queries()][:25]
     termless.write_text(
         "".join(
-            json.dumps({"id": q.id, "text": q.text, "entities": list(q.entities)}) + "\n"
+            json.dumps({"id": q.id, "text": q.text, "entities": [], "terms": []}) + "\n"
             for q in queries
         )  # fmt: skip
     )

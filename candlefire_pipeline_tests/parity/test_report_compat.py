@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.status import collect_status, format_status
 from candlefire_pipeline.parity.gates import evaluate_gates, gates_from_dicts
@@ -46,14 +47,21 @@ def test_an_old_report_loads_renders_and_round_trips(old, tmp_path):
     assert load_latest(tmp_path) == report
 
 
-def test_an_old_report_is_judged_exactly_as_it_was(old):
+def test_an_old_report_is_judged_as_it_was_and_cannot_flip_without_conformance(old):
     report = ParityReport.from_dict(old)
     ledger = old["ledger"]["applied"]
     thresholds = ParityThresholds(**old["thresholds"])
-    now = evaluate_gates(report, thresholds, ledger)
-    assert [dataclasses.astuple(g) for g in now] == [
-        dataclasses.astuple(g) for g in gates_from_dicts(old["gates"])
+    now = evaluate_gates(report, thresholds, ledger, ServerVersions("18.6", "0.8.6", "0.8.6"))
+    recorded = gates_from_dicts(old["gates"])
+    assert [dataclasses.astuple(g) for g in now[: len(recorded)]] == [
+        dataclasses.astuple(g) for g in recorded
     ]
+    # gates added since: a report that predates them cannot pass them (re-run it)
+    added = {g.name: g for g in now[len(recorded) :]}
+    assert not added["pgvector_version"].passed
+    assert "does not record the pgvector version" in added["pgvector_version"].detail
+    assert not added["candlefire_conformance"].passed
+    assert added["candlefire_conformance"].detail.startswith("unknown")
 
 
 def test_status_and_the_serving_reader_read_an_old_report(tmp_path, monkeypatch, pg_dsn):

@@ -25,7 +25,8 @@ from candlefire_pipeline_tests.reliability.helpers import WAIT_LIMIT_S, expected
 TABLE = "first_build"
 LAYOUTS = {
     "vector": AnnParams(),
-    "halfvec-binary": AnnParams(vector_type="halfvec", quantization="binary"),
+    "halfvec": AnnParams(vector_type="halfvec"),
+    "binary": AnnParams(quantization="binary"),
 }
 
 
@@ -36,7 +37,7 @@ def kill_server(server: EmbeddedPostgres) -> None:
     for process in processes:
         process.send_signal(signal.SIGKILL)
     psutil.wait_procs(processes, timeout=WAIT_LIMIT_S)
-    server.stop()  # forget pgserver's handle: the next `dsn` starts it again (crash recovery)
+    server.stop()  # forget the cached handle: the next `dsn` starts it again (crash recovery)
 
 
 def index_state(dsn: str) -> dict[str, bool]:

@@ -11,7 +11,7 @@ from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 ENV = {
     "CANDLEFIRE_PG_VECTOR_TYPE": "HalfVec",
-    "CANDLEFIRE_PG_QUANTIZATION": "binary",
+    "CANDLEFIRE_PG_QUANTIZATION": "none",
     "CANDLEFIRE_PG_RERANK_FACTOR": "7",
     "CANDLEFIRE_HNSW_EF_SEARCH": "150",
     "CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES": "30",
@@ -31,7 +31,7 @@ def test_every_setting_is_read_from_the_environment(monkeypatch):
         monkeypatch.setenv(name, value)
     assert Settings.from_env().pg_ann == PgAnnSettings(
         vector_type="halfvec",
-        quantization="binary",
+        quantization="none",
         rerank_factor=7,
         ef_search=150,
         ef_search_entities=30,
