@@ -8,6 +8,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from candlefire_pipeline.settings import PG_QUANTIZATIONS, PG_VECTOR_TYPES
+from candlefire_pipeline.settings.env import check_choice
 
 #: Operator-given names: also the Dagster asset key prefix, so short and identifier-like.
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,23}$")
@@ -34,12 +35,8 @@ class IndexLayout:
     hnsw_ef_construction: int = 64
 
     def __post_init__(self) -> None:
-        if self.vector_type not in PG_VECTOR_TYPES:
-            raise ValueError(f"vector type must be one of {PG_VECTOR_TYPES}: {self.vector_type!r}")
-        if self.quantization not in PG_QUANTIZATIONS:
-            raise ValueError(
-                f"quantization must be one of {PG_QUANTIZATIONS}: {self.quantization!r}"
-            )
+        check_choice("vector type", self.vector_type, PG_VECTOR_TYPES)
+        check_choice("quantization", self.quantization, PG_QUANTIZATIONS)
         for name in ("hnsw_m", "hnsw_ef_construction"):
             if not 2 <= getattr(self, name) <= 1000:
                 raise ValueError(f"{name} must be between 2 and 1000, got {getattr(self, name)}")

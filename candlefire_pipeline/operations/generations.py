@@ -23,6 +23,7 @@ from candlefire_pipeline.generations.registry import (
 from candlefire_pipeline.generations.sizes import store_bytes
 from candlefire_pipeline.generations.view import generation_settings, targets
 from candlefire_pipeline.settings import EMBED_RUNTIMES, Settings
+from candlefire_pipeline.settings.env import check_choice
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,7 @@ def new_identity(
     settings: Settings, model: str, runtime: str, layout: IndexLayout, chunker_version: str
 ) -> Identity:
     """The identity of a generation to create; the dimension is read from the model."""
-    if runtime not in EMBED_RUNTIMES:
-        raise GenerationError(f"runtime must be one of {sorted(EMBED_RUNTIMES)}, got {runtime!r}")
+    check_choice("runtime", runtime, sorted(EMBED_RUNTIMES))
     chunker(chunker_version)
     embedder = load_embedder(
         model, batch_size=settings.embed_batch_size, runtime=runtime, onnx_dir=settings.onnx_dir
