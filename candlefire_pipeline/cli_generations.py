@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from candlefire_pipeline.settings import Settings
@@ -77,14 +78,15 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     return 2 if any(s.errors for s in statuses) else 0
 
 
-def add_parser(sub) -> None:
-    """The `generation` command group."""
+def add_parser(add, common: argparse.ArgumentParser) -> None:
+    """The `generation` command group (`add` makes a verb that takes the common options)."""
     from candlefire_pipeline.generations.identity import LAYOUTS
     from candlefire_pipeline.settings import EMBED_RUNTIMES
 
-    group = sub.add_parser("generation", help="index generations: create, list, build, gc")
-    verbs = group.add_subparsers(dest="generation_command", required=True)
-    create = verbs.add_parser("create", help="record a new index identity (build it next)")
+    group = add("generation", help="index generations: create, list, build, compare, gc")
+    sub = group.add_subparsers(dest="generation_command", required=True)
+    verb = functools.partial(sub.add_parser, parents=[common])
+    create = verb("create", help="record a new index identity (build it next)")
     create.add_argument("name", help="lower case, a letter first, <= 24 characters")
     create.add_argument("--model", required=True, help="model id or path (hashing-v1:N in tests)")
     create.add_argument("--runtime", choices=sorted(EMBED_RUNTIMES), help="default: bulk runtime")
@@ -93,23 +95,25 @@ def add_parser(sub) -> None:
     create.add_argument("--hnsw-m", type=int, help="HNSW m (default: CANDLEFIRE_HNSW_M)")
     create.add_argument("--hnsw-ef-construction", type=int, help="HNSW ef_construction")
     create.add_argument("--by", default=None, help="who (default: the login name)")
-    verbs.add_parser("list", help="every generation: state, chunks per store, ledger lag, bytes")
-    compare = verbs.add_parser("compare", help="judge it against what serves (the promote gates)")
+    verb("list", help="every generation: state, chunks per store, ledger lag, bytes")
+    compare = verb("compare", help="judge it against what serves (the promote gates)")
     compare.add_argument("name")
     compare.add_argument(
         "--backend", choices=("pgvector", "chroma", "qdrant"),
         help="the candidate's backend (default: pgvector, where promote goes)",
     )  # fmt: skip
-    gc = verbs.add_parser("gc", help="drop unused generations (a dry run unless --apply)")
+    gc = verb("gc", help="drop unused generations (a dry run unless --apply)")
     gc.add_argument("--apply", action="store_true", help="drop what the dry run lists")
     gc.add_argument("--retention-days", type=float, help="default: retention setting")
-    build = verbs.add_parser("build", help="Dagster runs of its assets over the drops it lacks")
+    build = verb("build", help="Dagster runs of its assets over the drops it lacks")
     build.add_argument("name")
     build.add_argument("--per-run", type=int, help="drops per run (default: backfill setting)")
 
 
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.cli_generation_build import build_generation
+    # Dagster is loaded only by the verb that drives it, from the Dagster layer
+    from candlefire_pipeline.definitions import defs
+    from candlefire_pipeline.defs.generation_build import build_generation
     from candlefire_pipeline.operations.generations import registry
 
     generation = registry(settings).get(args.name)
@@ -118,11 +122,11 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         print(f"candlefire generation build: {args.name} {why}", file=sys.stderr)
         return 1
     per_run = args.per_run or settings.backfill_partitions_per_run
-    return build_generation(settings, generation, per_run)
+    return build_generation(settings, generation, per_run, defs)
 
 
 def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
-    """0: every gate passes (promote --generation would be allowed), 1: a gate fails."""
+    """0: every gate passes (what a promotion of it needs), 1: a gate fails."""
     from candlefire_pipeline.generations.view import reports_dir
     from candlefire_pipeline.operations.generation_compare import run_comparison
     from candlefire_pipeline.operations.generations import registry

@@ -1,8 +1,7 @@
 """`<name>/parity_report`: a generation compared with what serves; one blocking check per gate.
 
 The same comparison `candlefire generation compare NAME` runs (operations/generation_compare);
-its gates are what `candlefire promote --generation NAME` requires.
-"""
+its gates are what a promotion of the generation must pass (docs/GENERATIONS.md, section 4)."""
 
 import dagster as dg
 
@@ -29,8 +28,8 @@ def generation_parity_report(generation: Generation, stores) -> dg.AssetsDefinit
             f"Generation {generation.name} against what serves now: kind quality (nDCG@10 on "
             "a judged set, bootstrap 95% interval) when the model or chunker differs, overlap "
             "when only the layout does; grounding, latency, ANN recall against its own oracle "
-            "and every store against its ledger. Its checks are the gates of "
-            f"`candlefire promote --generation {generation.name}`."
+            "and every store against its ledger. Its checks are the gates a promotion of "
+            f"{generation.name} must pass."
         ),
     )
     def _report(context: dg.AssetExecutionContext, pipeline: PipelineResource):

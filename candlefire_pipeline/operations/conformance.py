@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.factory import opened_backend, pg_ann_params
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.embedding.memo import MemoEmbedder
@@ -90,12 +90,12 @@ def store_configuration(settings: Settings, name: str) -> dict:
     """Everything of the settings that shapes a store's answers."""
     common = {"substring_mode": settings.substring_mode, "retrieval": asdict(settings.retrieval)}
     if name == PGVECTOR:
-        return {**common, "ann": asdict(settings.pg_ann), "m": settings.hnsw_m,
+        return {**common, "ann": asdict(pg_ann_params(settings)), "m": settings.hnsw_m,
                 "ef_construction": settings.hnsw_ef_construction}  # fmt: skip
     if name == "chroma":
         return {**common, "ef_search": settings.chroma_ef_search, "server": settings.chroma_host}
     if name == "qdrant":
-        return {**common, "server": settings.qdrant_url, "ef": settings.pg_ann.ef_search}
+        return {**common, "server": settings.qdrant_url, "ef": settings.hnsw_ef_search}
     return common
 
 

@@ -121,9 +121,3 @@ class ServingReader:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def serving_retriever(settings: Settings, **kwargs) -> tuple[ServingReader, Retriever]:
-    """A reader and its current Retriever (close the reader when done)."""
-    reader = ServingReader(settings, **kwargs)
-    return reader, reader.retriever()

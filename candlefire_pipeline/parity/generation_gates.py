@@ -1,4 +1,4 @@
-"""The gates of a comparison between two generations (what `promote --generation` needs).
+"""The gates of a comparison between two generations (what its promotion needs).
 
 The same definitions as the flip's gates where they mean the same (freshness, evidence,
 grounding, latency, ANN recall); one gate, `rankings_hold`, depends on the comparison's kind:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from candlefire_pipeline.parity.gates import gate_table_markdown, gates_from_dicts
-
-if TYPE_CHECKING:
-    from candlefire_pipeline.parity.report import Divergence, ParityReport
+from candlefire_pipeline.parity.report import Divergence, ParityReport
 
 #: plot kind -> what it shows (parity/plots.py renders them in this order)
 PLOT_TITLES = {
@@ -18,7 +15,10 @@ PLOT_TITLES = {
 }
 
 
-def report_markdown(report: ParityReport, image_link: Callable[[str], str]) -> str:
+def report_markdown(
+    report: ParityReport, image_link: Callable[[str], str] = lambda name: name
+) -> str:
+    """The report page; image_link(file name) -> link target (default: the file beside it)."""
     return "\n".join(
         [
             f"# Parity report {report.report_id}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from candlefire_pipeline.settings.env import (
+    check_between,
     check_choice,
     env_float,
     env_int,
@@ -50,17 +51,13 @@ PG_ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
 
 @dataclass(frozen=True)
 class PgAnnSettings:
-    """pgvector ANN storage and per-stage search effort; the sweeps are in docs/BENCHMARKS.md."""
+    """pgvector's ANN index layout and filtered-scan bounds (the HNSW build and search effort
+    every HNSW store shares is Settings.hnsw_*; the sweeps are in docs/BENCHMARKS.md)."""
 
     vector_type: str = "vector"
     quantization: str = "none"
     #: binary quantization re-ranks n x this many Hamming candidates by exact cosine
     rerank_factor: int = 10
-    #: semantic stage (top 40 chunks of one query) and entity fan-out (top 10 per name): the
-    #: smallest values keeping recall@15 of the final retrieve() list >= 0.995 in the 62k sweep
-    #: (0.994 together; docs/BENCHMARKS.md); 100 / 20 lose 1-2% of the final list
-    ef_search: int = 200
-    ef_search_entities: int = 40
     #: filtered ANN queries keep walking the graph until they have n rows (pgvector >= 0.8)
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20_000
@@ -83,19 +80,9 @@ class PgAnnSettings:
                 "CANDLEFIRE_PG_QUANTIZATION=binary (a binary-quantized one) choose two different "
                 "ANN indexes: set one of them"
             )
-        if not 0 <= self.full_scan_rows <= 1_000_000_000:
-            raise ValueError(
-                "CANDLEFIRE_PG_FULL_SCAN_ROWS must be between 0 and 1,000,000,000, "
-                f"got {self.full_scan_rows}"
-            )
-        for name, value in (
-            ("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor),
-            ("CANDLEFIRE_HNSW_EF_SEARCH", self.ef_search),
-            ("CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", self.ef_search_entities),
-            ("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", self.max_scan_tuples),
-        ):
-            if not 1 <= value <= 1_000_000:
-                raise ValueError(f"{name} must be between 1 and 1,000,000, got {value}")
+        check_between("CANDLEFIRE_PG_FULL_SCAN_ROWS", self.full_scan_rows, 0, 1_000_000_000)
+        check_between("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor, 1, 1_000_000)
+        check_between("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", self.max_scan_tuples, 1, 1_000_000)
 
     @classmethod
     def from_env(cls) -> PgAnnSettings:
@@ -103,10 +90,6 @@ class PgAnnSettings:
             vector_type=env_str("CANDLEFIRE_PG_VECTOR_TYPE", cls.vector_type).lower(),
             quantization=env_str("CANDLEFIRE_PG_QUANTIZATION", cls.quantization).lower(),
             rerank_factor=env_int("CANDLEFIRE_PG_RERANK_FACTOR", cls.rerank_factor),
-            ef_search=env_int("CANDLEFIRE_HNSW_EF_SEARCH", cls.ef_search),
-            ef_search_entities=env_int(
-                "CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", cls.ef_search_entities
-            ),
             iterative_scan=env_str("CANDLEFIRE_HNSW_ITERATIVE_SCAN", cls.iterative_scan).lower(),
             max_scan_tuples=env_int("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", cls.max_scan_tuples),
             full_scan_rows=env_int("CANDLEFIRE_PG_FULL_SCAN_ROWS", cls.full_scan_rows),

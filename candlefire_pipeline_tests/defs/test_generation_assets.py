@@ -7,10 +7,10 @@ import dagster as dg
 import pytest
 
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.cli_generation_build import build_generation, ranges
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.definitions import build_definitions
+from candlefire_pipeline.defs.generation_build import build_generation, ranges
 from candlefire_pipeline.defs.partitions import ingest_batches
 from candlefire_pipeline.generations.batches import behind
 from candlefire_pipeline.generations.identity import DROPPED, IndexLayout
@@ -109,10 +109,10 @@ def test_the_build_runs_only_what_its_ledger_lacks_and_resumes(located):
     assert job.execute_in_process(partition_key=first[0], instance=instance).success
     assert sorted({k for ks in behind(settings, generation, settings.stores).values()
                    for k in ks}) == keys[1:]  # fmt: skip
-    assert build_generation(settings, generation, 1, said.append, defs, instance) == 0
+    assert build_generation(settings, generation, 1, defs, said.append, instance) == 0
     assert said[0] == "generation dim32: 2 drops to build in 2 runs"
     assert behind(settings, generation, settings.stores) == {s: [] for s in settings.stores}
-    assert build_generation(settings, generation, 1, said.append, defs, instance) == 0
+    assert build_generation(settings, generation, 1, defs, said.append, instance) == 0
     assert "every ingested drop is applied to every store" in said[-1]
 
 

@@ -19,6 +19,7 @@ from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.operations.parity import open_named_stores, run_report
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.serving_commands import promote, rollback
+from candlefire_pipeline.parity.report_files import write_report
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 
@@ -36,7 +37,7 @@ def deployment(tmp_path_factory, pg_dsn):
         assert Pipeline(instance).ingest(first).success
     embedder = load_embedder(settings.model_id)
     with open_named_stores(settings) as stores:
-        run_report(settings, embedder, stores).write(settings.reports_dir)
+        write_report(run_report(settings, embedder, stores), settings.reports_dir)
     yield settings, embedder
     monkeypatch.undo()
 

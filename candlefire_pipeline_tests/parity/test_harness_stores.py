@@ -15,6 +15,7 @@ from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
 from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report_markdown import report_markdown
 from candlefire_pipeline.retrieval.retriever import TIMING_STAGES
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import SlowReads
@@ -195,7 +196,7 @@ def test_every_store_gets_stage_timings_and_a_column_in_the_markdown(make_backen
     assert set(stages) == {"chroma", "pgvector", "qdrant", "memory"}
     assert all(set(s) == set(TIMING_STAGES) - {"total"} for s in stages.values())
     assert all(s["semantic"]["p95"] >= s["semantic"]["p50"] > 0 for s in stages.values())
-    md = report.to_markdown()
+    md = report_markdown(report)
     assert "| metric | chroma | pgvector | qdrant |" in md
     assert "| role | reference | candidate | evaluated |" in md
     assert "**qdrant diverges from the oracle**" in md and "does not block the flip" in md
@@ -212,7 +213,7 @@ def test_an_evaluated_store_failing_mid_run_is_left_out_with_the_reason(make_bac
     assert report.unavailable == {"qdrant": "ConnectionError: qdrant: connection refused"}
     assert all("qdrant" not in row.latency_ms and "qdrant" not in row.top for row in report.queries)
     assert "qdrant" not in report.aggregates["stores"] and "qdrant" not in report.chunk_counts
-    assert "**qdrant was not evaluated**: ConnectionError" in report.to_markdown()
+    assert "**qdrant was not evaluated**: ConnectionError" in report_markdown(report)
     assert {d.kind for d in report.divergences} <= {"order"}
 
 

@@ -14,7 +14,9 @@ from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.status import collect_status, format_status
 from candlefire_pipeline.parity.gates import evaluate_gates, gates_from_dicts
-from candlefire_pipeline.parity.report import ParityReport, load_latest
+from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report_files import load_latest, write_report
+from candlefire_pipeline.parity.report_markdown import report_markdown
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
 
@@ -38,11 +40,11 @@ def test_an_old_report_loads_renders_and_round_trips(old, tmp_path):
     assert report.report_id == REPORT_ID and report.stores() == ["chroma", "pgvector"]
     assert (report.store_divergences, report.unavailable, report.plots) == ({}, {}, {})
     assert report.evaluated_stores() == [] and report.diverging_stores() == []
-    md = report.to_markdown()
+    md = report_markdown(report)
     assert "Not recorded: this report was written before the per-store comparison." in md
     assert "## Plots" not in md and "| gate | result |" in md
     assert set(report.headline()) >= {"mean_overlap", "p95_ratio", "ann_recall_pgvector"}
-    report.write(tmp_path)
+    write_report(report, tmp_path)
     assert report.plots == {} and not list(tmp_path.glob("*.png"))
     assert load_latest(tmp_path) == report
 

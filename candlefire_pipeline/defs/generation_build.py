@@ -61,13 +61,14 @@ def build_generation(
     settings: Settings,
     generation: Generation,
     per_run: int,
+    defs: dg.Definitions,
     say: Callable[[str], None] = print,
-    defs: dg.Definitions | None = None,
     instance: dg.DagsterInstance | None = None,
 ) -> int:
-    """Run the generation's build job over what its ledger lacks; 0 once nothing is left."""
-    if defs is None:
-        from candlefire_pipeline.definitions import defs
+    """Run the generation's build job over what its ledger lacks; 0 once nothing is left.
+
+    `defs` is the code location (the caller loads it: the Dagster layer never imports the
+    definitions module above it)."""
     todo = set(remaining(settings, generation))
     if not todo:
         say(f"generation {generation.name}: every ingested drop is applied to every store")
