@@ -18,6 +18,7 @@ from candlefire_pipeline.corpus.chunking import chunk_paper
 from candlefire_pipeline.corpus.demo_vocab import GENES, MODELS, OUTCOMES
 from candlefire_pipeline.embedding import EmbeddingCache
 from candlefire_pipeline.parity import metrics
+from candlefire_pipeline.parity.quality import ndcg_at  # noqa: F401 - the benchmarks' nDCG
 from candlefire_pipeline.settings import REPO_ROOT
 
 logger = logging.getLogger(__name__)
@@ -85,13 +86,6 @@ def scifact_queries() -> list[Query]:
     with (shared_data() / "scifact/queries_train.jsonl").open() as fh:
         rows = [json.loads(line) for line in fh]
     return [Query(r["qid"], r["text"], frozenset(map(str, r["relevant"]))) for r in rows]
-
-
-def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 10) -> float:
-    """Binary-gain nDCG@k."""
-    dcg = sum(1 / math.log2(i + 2) for i, pmid in enumerate(ranked[:k]) if pmid in relevant)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
-    return dcg / ideal if ideal else 0.0
 
 
 def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 100) -> float:

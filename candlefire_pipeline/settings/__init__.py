@@ -32,6 +32,7 @@ from candlefire_pipeline.settings.env import (
     env_str,
 )
 from candlefire_pipeline.settings.fed_stores import parse_stores, serving_override
+from candlefire_pipeline.settings.generations import LIVE_CORPUS, GenerationSettings
 from candlefire_pipeline.settings.orchestration import (
     DEFAULT_BACKFILL_PARTITIONS_PER_RUN,
     backfill_partitions_per_run,
@@ -73,11 +74,13 @@ __all__ = [
     "EMBED_EXECUTORS",
     "EMBED_PATHS",
     "EMBED_RUNTIMES",
+    "LIVE_CORPUS",
     "PG_ITERATIVE_SCANS",
     "PG_QUANTIZATIONS",
     "PG_VECTOR_TYPES",
     "REPO_ROOT",
     "THRESHOLD_RANGES",
+    "GenerationSettings",
     "IngestLimits",
     "ParityThresholds",
     "PgAnnSettings",
@@ -166,10 +169,28 @@ class Settings:
     conformance_dir: Path = field(default_factory=default_conformance_dir)
     #: where conformance results are kept per code + store configuration; None: cache/conformance
     conformance_cache_override: Path | None = None
+    generations: GenerationSettings = field(default_factory=GenerationSettings)
+    #: A generation's own batch files and ledger (generations/view.py); None: data_dir/batches.
+    batches_dir_override: Path | None = None
 
     @property
     def batches_dir(self) -> Path:
+        return self.batches_dir_override or self.data_dir / "batches"
+
+    @property
+    def drop_batches_dir(self) -> Path:
+        """Where every ingested drop's papers and default chunks are, whatever the generation."""
         return self.data_dir / "batches"
+
+    @property
+    def generations_file(self) -> Path:
+        """The registry of index generations (absent: only the implicit default one)."""
+        return self.data_dir / "generations.json"
+
+    @property
+    def generations_dir(self) -> Path:
+        """One folder per generation id: its batch files, ledger and comparison reports."""
+        return self.data_dir / "generations"
 
     @property
     def cache_dir(self) -> Path:
@@ -227,7 +248,9 @@ class Settings:
 
     def with_data_dir(self, data_dir: Path) -> Settings:
         """Same settings rooted elsewhere (tests, benchmarks)."""
-        return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
+        return replace(
+            self, data_dir=data_dir, drops_dir=data_dir / "drops", batches_dir_override=None
+        )
 
     @classmethod
     def from_env(cls, parity: bool = True) -> Settings:
@@ -281,6 +304,7 @@ class Settings:
             serving_override=serving_override(),
             conformance_dir=env_path("CANDLEFIRE_CONFORMANCE_DIR") or default_conformance_dir(),
             conformance_cache_override=env_path("CANDLEFIRE_CONFORMANCE_CACHE"),
+            generations=GenerationSettings.from_env() if parity else GenerationSettings(),
         )
 
 

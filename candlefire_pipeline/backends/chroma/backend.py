@@ -149,6 +149,11 @@ class ChromaBackend:
         self._collection = self._open_collection()
         self._model = None
 
+    def drop(self) -> None:
+        """Delete the collection for good (a dropped index generation); only close() after."""
+        self._client.delete_collection(self.collection_name)
+        self._model = None
+
     # write side ------------------------------------------------------------------------------
     def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
         rows = common.rows_to_write(rows, self.stored_model)
