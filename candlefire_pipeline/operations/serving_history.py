@@ -17,6 +17,7 @@ import psycopg
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg.connect import connect
 from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.stores import SERVABLE_STORES
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 #: Seconds a history write waits for Postgres; a rollback must not hang on a dead server.
 HISTORY_CONNECT_TIMEOUT = 5
 ENTRY_FIELDS = ("entry_id", "backend", "state", "event", "report_id", "reason", "actor",
-                "changed_at")  # fmt: skip
+                "changed_at", "generation", "previous")  # fmt: skip
 
 _SERVABLE = ", ".join(f"'{name}'" for name in SERVABLE_STORES)
 _DDL = (
@@ -40,13 +41,16 @@ _DDL = (
     "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS event text",
     "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS actor text",
     "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS entry_id text",
+    # added by index generations: NULL in older rows means the default generation
+    "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS generation text",
+    "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS previous text",
     "CREATE UNIQUE INDEX IF NOT EXISTS serving_backend_history_entry"
     " ON serving_backend_history (entry_id)",
 )
 _INSERT = (
     "INSERT INTO serving_backend_history"
-    " (entry_id, backend, state, event, report_id, reason, actor, changed_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (entry_id) DO NOTHING"
+    f" ({', '.join(ENTRY_FIELDS)}) VALUES ({', '.join(['%s'] * len(ENTRY_FIELDS))})"
+    " ON CONFLICT (entry_id) DO NOTHING"
 )
 
 
@@ -144,4 +148,6 @@ def history(dsn: str, limit: int = 20) -> list[dict]:
             (limit,),
         )
         names = [c.name for c in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    # a row from before generations (or a table without the column) served the default one
+    return [{**row, "generation": row.get("generation") or DEFAULT_NAME} for row in rows]
