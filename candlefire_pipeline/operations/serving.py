@@ -14,10 +14,11 @@ import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
 from candlefire_pipeline.fsutil import file_lock, write_atomic
+from candlefire_pipeline.generations.registry import GenerationError, stored_registry
 from candlefire_pipeline.generations.served import note_served
 from candlefire_pipeline.operations.serving_guards import (
     BACK_TO_PGVECTOR,
@@ -178,6 +179,7 @@ def transition(
         raise ValueError(f"{event} needs a reason (--reason)")
     with switch_lock(settings):
         current = _current(settings, event)
+        evidence = _registry_now(settings, event, evidence)
         decision = decide(current, event, evidence)
         before = current
         if decision.outcome == CHANGED:
@@ -191,6 +193,21 @@ def transition(
             note_served(settings, name)
     history = flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings))
     return Outcome(decision, current, history)
+
+
+def _registry_now(settings: Settings, event: str, evidence: Evidence) -> Evidence:
+    """A generation's registry state read again under the switch lock: gc marks a generation
+    `dropping` under the same lock, so a promotion cannot race a drop."""
+    if event != PROMOTE_GENERATION or evidence.wanted is None:
+        return evidence
+    try:
+        registry = stored_registry(settings)
+        if registry is None:  # only the implicit default generation: live by definition
+            return evidence
+        state = registry.get(evidence.wanted.generation).state
+    except GenerationError as exc:
+        state = f"unknown ({exc})"
+    return replace(evidence, wanted_state=state)
 
 
 def _next_state(
