@@ -4,6 +4,8 @@ the schedule against a pin, every refusal with its reason, and gc around what se
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dagster as dg
 import pytest
 
@@ -98,6 +100,10 @@ def test_promote_a_generation_then_roll_back_and_the_schedule_keeps_the_pin(
             assert reader.generation == "dim48" and retriever.embedder.dim == 48
             assert retriever.retrieve(*QUERY).pmids  # its own query vectors find its chunks
             assert stored_registry(settings).get("dim48").last_served_at
+            forced = replace(settings, serving_override="chroma")  # the emergency lever
+            with ServingReader(forced, embedder_for(settings, "query")) as lever:
+                assert isinstance(lever.retriever().backend, ChromaBackend)
+                assert lever.generation == "default"
 
             code, out, _ = command(capsys, "rollback", "--reason", "drill", "--by", "oncall")
             assert code == 0 and "pgvector (PINNED by oncall" in out
