@@ -87,7 +87,9 @@ def latency(embedder, dsn: str, args) -> list[str]:
         " title embeddings + noise, normalized, ~1,000-char documents), real model for the query"
         f" and 12 entity names (one embed call, the product's query runtime"
         f" `{embedder.runtime}`; names and variants already in the query-vector cache are not"
-        f" embedded again, as shipped), 3 grounding terms; {args.requests} requests,"
+        f" embedded again, as shipped), 3 terms; as in candle-fire, the keyword stage and"
+        " grounding cover the 12 names followed by the 3 terms (15 keyword terms, each with its"
+        f" spelling variants); {args.requests} requests,"
         " 3 warm-up, backends interleaved; no reranker configured (RRF order). pgvector runs the"
         f" product settings: {ann.vector_type}, ANN quantization {ann.quantization}, ef_search"
         f" semantic {ann.ef_search} / entities {ann.ef_search_entities}.",
