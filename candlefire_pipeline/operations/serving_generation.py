@@ -42,8 +42,10 @@ def comparison_evidence(settings: Settings, generation: Generation, wanted: Targ
     if report is None:
         return Evidence(wanted=wanted, wanted_state=generation.state)
     compared = (Target(*report.target("reference")), Target(*report.target("candidate")))
-    return Evidence(report.report_id, report.started_at or None, tuple(gates), wanted,
-                    generation.state, compared)  # fmt: skip
+    return Evidence(
+        report.report_id, report.started_at or None, tuple(gates),
+        wanted=wanted, wanted_state=generation.state, compared=compared,
+    )  # fmt: skip
 
 
 def promote_generation(
