@@ -1,9 +1,11 @@
-"""Blocking checks on parity_report, one per gate; a failure stops serving_backend in the run."""
+"""Blocking checks on parity_report, one per gate (a failure stops serving_backend in the run),
+and the non-blocking serving_not_degraded check (the report is one of the watched windows)."""
 
 import dagster as dg
 
 from candlefire_pipeline.defs.parity_assets import PARITY_REPORT
 from candlefire_pipeline.defs.resources import PipelineResource
+from candlefire_pipeline.defs.serving_checks import serving_not_degraded
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.parity.gates import GATES
 
@@ -28,4 +30,7 @@ def _gate_check(gate_name: str, description: str):
     return _check
 
 
-parity_checks = [_gate_check(name, text) for name, text in GATES.items()]
+parity_checks = [
+    *(_gate_check(name, text) for name, text in GATES.items()),
+    serving_not_degraded(PARITY_REPORT),
+]

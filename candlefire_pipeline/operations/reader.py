@@ -75,6 +75,8 @@ class ServingReader:
             self._retriever = Retriever(backend, self.embedder, self.settings.retrieval,
                                         self.reranker)  # fmt: skip
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
+        if self.state.degraded and wanted == self.state.backend:
+            log.warning("serving from %s", self.state.describe())
         self._seen = seen
 
     def _read_state(self) -> ServingState:

@@ -26,6 +26,8 @@ class Status:
     pending_history: list[dict] = field(default_factory=list)
     chunk_counts: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: the auto-rollback policy: pin after this many failing windows in a row (None: off)
+    rollback_after: int | None = None
 
     @property
     def reachable(self) -> bool:
@@ -49,6 +51,7 @@ def collect_status(settings: Settings) -> Status:
         status = Status(serving=read_state(settings.serving_file))
     except ValueError as exc:
         status = Status(serving=None, serving_error=str(exc))
+    status.rollback_after = settings.watch.rollback_after
     report, status.gates = latest_evaluation(settings)
     status.thresholds = asdict(settings.parity)
     if report is not None:
@@ -79,6 +82,13 @@ def format_status(status: Status) -> str:
             f"  last change: {s.changed_at or 'never'} by {s.actor or '-'} "
             f"({s.event or '-'}); report: {s.report_id or '-'}; {s.reason}"
         )
+        if s.degraded:
+            policy = status.rollback_after
+            lines.append(
+                "  DEGRADED: pgvector still serves; `candlefire rollback --reason ...` pins "
+                "Chroma; auto-rollback "
+                + (f"after {policy} failing windows in a row" if policy else "is off")
+            )
     if status.pending_history:
         lines.append(
             f"  history PENDING: {len(status.pending_history)} change(s) not yet in Postgres; "

@@ -37,6 +37,7 @@ from candlefire_pipeline.settings.sections import (
     PgAnnSettings,
     RetrievalSettings,
 )
+from candlefire_pipeline.settings.watch import WatchSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,6 +71,7 @@ __all__ = [
     "RaySettings",
     "RetrievalSettings",
     "Settings",
+    "WatchSettings",
     "backfill_partitions_per_run",
     "code_location_settings",
     "embed_executor",
@@ -159,6 +161,8 @@ class Settings:
     ingest: IngestLimits = field(default_factory=IngestLimits)
     #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
     serving_override: str | None = None
+    #: how a promoted deployment reacts to failing windows (DEGRADED; the auto-rollback)
+    watch: WatchSettings = field(default_factory=WatchSettings)
 
     @property
     def batches_dir(self) -> Path:
@@ -221,8 +225,8 @@ class Settings:
 
     @classmethod
     def from_env(cls, parity: bool = True) -> Settings:
-        """Settings from the environment; parity=False skips the gate thresholds (rollback must
-        work even when one of them is misconfigured)."""
+        """Settings from the environment; parity=False skips the gate thresholds and the watch
+        policy (rollback must work even when one of them is misconfigured)."""
         data_dir = Path(env_str("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
         mode = env_str("CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode).lower()
         if mode not in ("like", "ilike"):
@@ -271,6 +275,7 @@ class Settings:
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
             serving_override=_serving_override(),
+            watch=WatchSettings.from_env() if parity else WatchSettings(),
         )
 
 
