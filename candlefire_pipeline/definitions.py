@@ -12,6 +12,7 @@ from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.resources import build_resources
 from candlefire_pipeline.defs.schedules import parity_refresh_schedule, pubmed_fetch_schedule
 from candlefire_pipeline.defs.sensors import pubmed_drops_sensor
+from candlefire_pipeline.defs.shadow_assets import shadow_checks, shadow_parity
 from candlefire_pipeline.defs.store_assets import store_assets
 from candlefire_pipeline.defs.store_checks import build_store_checks
 from candlefire_pipeline.settings import code_location_settings
@@ -26,8 +27,9 @@ defs = dg.Definitions(
         *store_assets(settings.stores),
         build_parity_report(settings.stores),
         serving_backend,
+        shadow_parity,
     ],
-    asset_checks=[*build_store_checks(settings.stores), *parity_checks],
+    asset_checks=[*build_store_checks(settings.stores), *parity_checks, *shadow_checks],
     jobs=[ingest_job, parity_job, pubmed_fetch_job],
     sensors=[pubmed_drops_sensor, parity_automation_sensor],
     schedules=[parity_refresh_schedule, pubmed_fetch_schedule],

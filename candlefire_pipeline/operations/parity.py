@@ -18,6 +18,7 @@ from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.parity.report import ParityReport, load_latest
+from candlefire_pipeline.parity.shadow_window import load_latest_window
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds, Settings
@@ -153,13 +154,15 @@ def run_report(
 
 
 def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult]:
-    """THE evaluation of the gates: the report, the thresholds in settings, the ledger now."""
+    """THE evaluation of the gates: the report, the thresholds in settings, the ledger now and
+    the latest shadow window (live evidence)."""
     try:
         ledger_now = ledger_snapshot(settings.batches_dir, settings.stores)
     except (OSError, ValueError, KeyError) as exc:
         log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
         ledger_now = None
-    return evaluate_gates(report, settings.parity, ledger_now)
+    window = load_latest_window(settings.reports_dir)
+    return evaluate_gates(report, settings.parity, ledger_now, window)
 
 
 def record_evaluation(

@@ -1,24 +1,28 @@
 """The app-facing read path: a Retriever on the backend the serving switch names.
 
-The app keeps one ServingReader and calls `retriever()` per request; the switch file is
-re-read when it changes (a stat per call), so a rollback takes effect on the next request.
-CANDLEFIRE_SERVING_BACKEND is the emergency lever: "chroma" forces Chroma; "pgvector" is
-refused unless the latest parity report passes every gate now.
+The app keeps a ServingReader and calls `retrieve(...)` (or `retriever()`) per request; the
+switch file is re-read when it changes (a stat per call), so a rollback takes effect on the next
+request. CANDLEFIRE_SERVING_BACKEND is the emergency lever: "chroma" forces Chroma; "pgvector" is
+refused unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
+`retrieve` also hands a share of requests to the shadow worker (operations/shadow.py), which
+replays them on the stores that do not serve; the answer never waits for that.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving import ServingState, read_state
+from candlefire_pipeline.operations.serving_state import ServingState, read_state
+from candlefire_pipeline.operations.shadow import ShadowWorker, shared_worker
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
-from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,7 @@ class ServingReader:
         embedder=None,
         reranker=None,
         opener: Callable[[str, Settings], VectorBackend] = open_backend,
+        shadow: ShadowWorker | None = None,
     ) -> None:
         if embedder is None:
             from candlefire_pipeline.embedding import embedder_for
@@ -57,6 +62,27 @@ class ServingReader:
         self._retriever: Retriever | None = None
         self.state: ServingState | None = None
         self.backend_name: str | None = None
+        #: None: the process-wide worker, started on the first request if the rate is > 0
+        self._shadow = shadow
+
+    @property
+    def shadow(self) -> ShadowWorker | None:
+        if self._shadow is None and self.settings.shadow.enabled:
+            self._shadow = shared_worker(self.settings)
+        return self._shadow
+
+    def retrieve(
+        self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] = ()
+    ) -> Retrieval:
+        """One request on the serving backend; maybe replayed in the shadow afterwards."""
+        retriever = self.retriever()
+        started = time.perf_counter()
+        answer = retriever.retrieve(query, list(entity_names), list(terms))
+        seconds = time.perf_counter() - started
+        shadow = self.shadow
+        if shadow is not None:  # offer() never raises and never blocks
+            shadow.offer(self.backend_name, query, entity_names, terms, answer, seconds)
+        return answer
 
     def retriever(self) -> Retriever:
         """The Retriever to use for this request."""

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from candlefire_pipeline.operations.parity import CANDIDATE, REFERENCE
 from candlefire_pipeline.operations.serving import (
     CHANGED,
     WINDOW_FAILED,
@@ -29,6 +30,8 @@ from candlefire_pipeline.operations.serving_state import (
     read_state,
 )
 from candlefire_pipeline.parity.gates import GateResult
+from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES, agreement, judged_floor
+from candlefire_pipeline.parity.shadow_window import ShadowWindow
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -38,6 +41,13 @@ SHADOW_SOURCE = "shadow_parity"
 #: Not judged while serving: freshness says a batch landed during the run, not that the stores
 #: disagree (the next report is judged instead).
 UNWATCHED_GATES = frozenset({"report_is_fresh"})
+#: The gates each source is watched on: a report on its own gates (the live ones are the other
+#: source's), a shadow window on agreement only (failing reads of the shadow target say that
+#: the rollback target is unwell, not the store that serves; they fail shadow_errors instead).
+WATCHED_BY = {
+    REPORT_SOURCE: lambda name: name not in UNWATCHED_GATES and name not in SHADOW_GATES,
+    SHADOW_SOURCE: lambda name: name == "shadow_agreement",
+}
 
 
 @dataclass(frozen=True)
@@ -52,10 +62,21 @@ class WatchResult:
 
 def judge(source: str, window_id: str, gates: Iterable[GateResult]) -> Window:
     """The window as the switch sees it: the failed gates it is watched on."""
-    judged = [g for g in gates if g.name not in UNWATCHED_GATES]
+    judged = [g for g in gates if WATCHED_BY[source](g.name)]
     failed = tuple(g.name for g in judged if not g.passed)
     detail = "; ".join(f"{g.name}: {g.detail}" for g in judged if not g.passed)
     return Window(source, window_id, failed, detail)
+
+
+def shadow_window_verdict(settings: Settings, window: ShadowWindow) -> Window | None:
+    """The window as the switch sees it while pgvector serves: the agreement of pgvector's
+    answers with Chroma's shadow reads; None when it holds too few comparisons to judge (low
+    traffic is not a failure, and not a pass either)."""
+    pair = window.target(CANDIDATE, REFERENCE)  # served -> shadow
+    if pair is None or pair.compared < judged_floor(settings.parity):
+        return None
+    where = f"shadow window {window.window_id} ({pair.pair})"
+    return judge(SHADOW_SOURCE, window.window_id, [agreement(pair, where, settings.parity)])
 
 
 def watch(settings: Settings, window: Window | None, actor: str, dsn: str | None) -> WatchResult:

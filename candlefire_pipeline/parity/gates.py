@@ -6,13 +6,18 @@ the report file, the blocking checks, `candlefire status` and the switch all use
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from candlefire_pipeline.parity.gate_result import GateResult, failed
+from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES, shadow_gates
 from candlefire_pipeline.settings import ParityThresholds
 
 if TYPE_CHECKING:
     from candlefire_pipeline.parity.report import ParityReport
+    from candlefire_pipeline.parity.shadow_window import ShadowWindow
+
+__all__ = ["GATES", "GateResult", "evaluate_gates", "failed", "gate_table_markdown"]
 
 #: store -> {batch_key: applied_at}: which batches each store had applied (operations/indexing)
 Ledger = dict[str, dict[str, float]]
@@ -33,30 +38,20 @@ GATES: dict[str, str] = {
     "chunk_counts_equal": "Reference and candidate hold the same chunk ids with the same content.",
     "stores_hold_current_versions": "Reference and candidate hold exactly the ledger's current "
     "version of every paper (the chunk ids and content hashes of the batches applied).",
+    **SHADOW_GATES,
 }
 
 
-@dataclass(frozen=True)
-class GateResult:
-    name: str
-    passed: bool
-    value: float
-    threshold: float
-    detail: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def failed(gates: list[GateResult]) -> list[str]:
-    """Names of the gates that did not pass."""
-    return [g.name for g in gates if not g.passed]
-
-
 def evaluate_gates(
-    report: ParityReport, thresholds: ParityThresholds, ledger_now: Ledger | None
+    report: ParityReport,
+    thresholds: ParityThresholds,
+    ledger_now: Ledger | None,
+    shadow: ShadowWindow | None = None,
+    now: datetime | None = None,
 ) -> list[GateResult]:
-    """Every gate of GATES for `report`; ledger_now None means the ledger could not be read."""
+    """Every gate of GATES for `report`; ledger_now None means the ledger could not be read;
+    `shadow` is the latest window of live comparisons (None: there is none), judged at `now`."""
+    live = shadow_gates(shadow, thresholds, report.reference, report.candidate, now)
     return [
         freshness(report, ledger_now),
         _corpus_size(report, thresholds),
@@ -67,6 +62,7 @@ def evaluate_gates(
         _ann_recall(report, thresholds),
         _chunk_counts_equal(report),
         _current_versions(report),
+        *live,
     ]
 
 

@@ -98,7 +98,7 @@ def run_parity(
     rows, divergences = [], []
     for position, query in enumerate(queries):
         runs, seconds = _retrieve_all(run, query, position)
-        row, found = _compare(ctx, query, runs, seconds, top_k)
+        row, found = compare_runs(ctx, query, runs, seconds, top_k)
         _compare_with_oracle(run, comparisons, row, query, runs, top_k)
         rows.append(row)
         divergences += found
@@ -161,7 +161,7 @@ def _retrieve_all(
     return runs, seconds
 
 
-def _compare(
+def compare_runs(
     ctx: TraceContext,
     query: ParityQuery,
     runs: dict[str, Retrieval],

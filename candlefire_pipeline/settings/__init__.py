@@ -37,6 +37,7 @@ from candlefire_pipeline.settings.sections import (
     PgAnnSettings,
     RetrievalSettings,
 )
+from candlefire_pipeline.settings.shadow import ShadowSettings
 from candlefire_pipeline.settings.watch import WatchSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,7 @@ __all__ = [
     "RaySettings",
     "RetrievalSettings",
     "Settings",
+    "ShadowSettings",
     "WatchSettings",
     "backfill_partitions_per_run",
     "code_location_settings",
@@ -163,6 +165,8 @@ class Settings:
     serving_override: str | None = None
     #: how a promoted deployment reacts to failing windows (DEGRADED; the auto-rollback)
     watch: WatchSettings = field(default_factory=WatchSettings)
+    #: shadow reads of live traffic (CANDLEFIRE_SHADOW_*; off by default)
+    shadow: ShadowSettings = field(default_factory=ShadowSettings)
 
     @property
     def batches_dir(self) -> Path:
@@ -210,6 +214,11 @@ class Settings:
     @property
     def logs_dir(self) -> Path:
         return self.data_dir / "logs"
+
+    @property
+    def shadow_pending_file(self) -> Path:
+        """Shadow comparisons not yet in Postgres (JSON lines, appended by the shadow worker)."""
+        return self.data_dir / "shadow_pending.jsonl"
 
     @property
     def serving_pending_file(self) -> Path:
@@ -276,6 +285,7 @@ class Settings:
             ingest=IngestLimits.from_env(),
             serving_override=_serving_override(),
             watch=WatchSettings.from_env() if parity else WatchSettings(),
+            shadow=ShadowSettings.from_env() if parity else ShadowSettings(),
         )
 
 

@@ -65,15 +65,19 @@ def _window(source: str, window_id: str, **failing: str):
     return judge(source, window_id, _gates(**failing))
 
 
-def test_judge_leaves_freshness_out_and_names_the_failed_gates():
+def test_judge_watches_each_source_on_its_own_gates():
     stale_only = judge(REPORT_SOURCE, "r", _gates(report_is_fresh="a batch landed"))
     assert stale_only.failed == ()  # a batch during the run says nothing about agreement
     bad = judge(REPORT_SOURCE, "r", _gates(mean_overlap="0.41 < 0.9", report_is_fresh="x"))
     assert bad.failed == ("mean_overlap",) and "mean_overlap: 0.41 < 0.9" in bad.detail
+    live = _gates(shadow_agreement="0.4", shadow_errors="chroma down", shadow_queries="3 < 50")
+    assert judge(REPORT_SOURCE, "r", live).failed == ()  # the shadow source's own business
+    # a failing shadow target (the rollback target) does not degrade the store that serves
+    assert judge(SHADOW_SOURCE, "w", live).failed == ("shadow_agreement",)
 
 
 def test_nothing_is_watched_unless_pgvector_serves(settings, pg_dsn):
-    failing = _window(SHADOW_SOURCE, "w1", mean_overlap="low")
+    failing = _window(SHADOW_SOURCE, "w1", shadow_agreement="low")
     result = watch(settings, failing, ACTOR, pg_dsn)
     assert result.outcome is None and "never promoted" in result.message
     assert read_state(settings.serving_file).state == INITIAL
@@ -86,14 +90,15 @@ def test_nothing_is_watched_unless_pgvector_serves(settings, pg_dsn):
 def test_degraded_then_rollback_then_the_next_scheduled_run(settings, pg_dsn, caplog):
     _promote(settings, pg_dsn)
     with caplog.at_level(logging.ERROR):
-        result = watch(settings, _window(SHADOW_SOURCE, "w1", mean_overlap="0.41"), ACTOR, pg_dsn)
+        failing = _window(SHADOW_SOURCE, "w1", shadow_agreement="0.41")
+        result = watch(settings, failing, ACTOR, pg_dsn)
     degraded = read_state(settings.serving_file)
     assert (degraded.state, degraded.backend, degraded.report_id) == (DEGRADED, "pgvector", "r-1")
     assert degraded.failing == {SHADOW_SOURCE: ["w1"]} and degraded.actor == ACTOR
     assert result.level == logging.ERROR and "SERVING DEGRADED" in caplog.text
     assert "DEGRADED" in degraded.describe() and "shadow_parity: 1 in a row" in degraded.describe()
     # the same window sent again (a re-run) is not counted twice
-    again = watch(settings, _window(SHADOW_SOURCE, "w1", mean_overlap="0.41"), ACTOR, pg_dsn)
+    again = watch(settings, _window(SHADOW_SOURCE, "w1", shadow_agreement="0.41"), ACTOR, pg_dsn)
     assert again.outcome.decision.outcome == UNCHANGED
     assert read_state(settings.serving_file) == degraded
 
