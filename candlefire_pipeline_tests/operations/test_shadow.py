@@ -8,14 +8,10 @@ import os
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-import dagster as dg
 import psycopg
 import pytest
 
-from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.operations import shadow as shadow_module
-from candlefire_pipeline.operations.parity import open_named_stores, run_report
 from candlefire_pipeline.operations.pending_rows import pending_entries
 from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.operations.serving_commands import promote
@@ -26,7 +22,7 @@ from candlefire_pipeline.parity.shadow_gates import shadow_gates
 from candlefire_pipeline.parity.shadow_window import aggregate
 from candlefire_pipeline.settings import ParityThresholds, ShadowSettings
 from candlefire_pipeline_tests import procs
-from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
+from candlefire_pipeline_tests.defs.pipeline_harness import demo_deployment
 from candlefire_pipeline_tests.fixtures_backends import fresh_database
 
 QUERIES = load_queries()[:12]
@@ -37,16 +33,8 @@ DRAIN_S = 600  # a generous bound on a busy machine; the tests never measure tim
 def deployment(tmp_path_factory, pg_dsn):
     """The first demo drop in every store (its own database, so the shadow table starts empty)."""
     monkeypatch = pytest.MonkeyPatch()
-    tmp = tmp_path_factory.mktemp("shadow")
     with fresh_database(pg_dsn) as dsn:
-        settings = pipeline_env(monkeypatch, tmp / "data", dsn)
-        first = write_demo_drops(settings.drops_dir)[0].name
-        with dg.instance_for_test(temp_dir=str(tmp)) as instance:
-            assert Pipeline(instance).ingest(first).success
-        embedder = load_embedder(settings.model_id)
-        with open_named_stores(settings) as stores:  # a passing report: promote can flip
-            run_report(settings, embedder, stores).write(settings.reports_dir)
-        yield settings, embedder
+        yield demo_deployment(monkeypatch, tmp_path_factory.mktemp("shadow"), dsn)
         monkeypatch.undo()
 
 
