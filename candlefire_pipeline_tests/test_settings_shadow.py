@@ -19,9 +19,10 @@ def test_the_environment_sets_every_field(monkeypatch, tmp_path):
         "CANDLEFIRE_SHADOW_RATE": "0.25", "CANDLEFIRE_SHADOW_KEEP_TEXT": "on",
         "CANDLEFIRE_SHADOW_QUEUE": "8", "CANDLEFIRE_SHADOW_WINDOW_MINUTES": "30",
         "CANDLEFIRE_SHADOW_CRON": "*/5 * * * *", "CANDLEFIRE_SHADOW_RETENTION_DAYS": "3",
+        "CANDLEFIRE_SHADOW_PRIORITY": "Nice",
     }.items():  # fmt: skip
         monkeypatch.setenv(variable, value)
-    assert Settings.from_env().shadow == ShadowSettings(0.25, True, 8, 30, "*/5 * * * *", 3)
+    assert Settings.from_env().shadow == ShadowSettings(0.25, True, 8, 30, "*/5 * * * *", 3, "nice")
 
 
 @pytest.mark.parametrize(
@@ -35,6 +36,7 @@ def test_the_environment_sets_every_field(monkeypatch, tmp_path):
         ("CANDLEFIRE_SHADOW_QUEUE", "0", "between 1 and 10000"),
         ("CANDLEFIRE_SHADOW_WINDOW_MINUTES", "1", "between 5 and 10080"),
         ("CANDLEFIRE_SHADOW_RETENTION_DAYS", "0", "between 1 and 3650"),
+        ("CANDLEFIRE_SHADOW_PRIORITY", "realtime", "one of idle, nice, normal"),
     ],
 )
 def test_a_bad_value_names_the_variable(monkeypatch, tmp_path, variable, value, error):

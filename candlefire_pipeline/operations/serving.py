@@ -17,6 +17,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.operations.serving_guards import (
+    ALL_CLEAR,
+    GATES_PASS,
+    GUARDS,
+    NEWER_THAN_PIN,
+    ROLLBACK_DUE,
+    SOURCE_CLEAR,
+    WINDOW_COUNTED,
+    counted,
+)
 from candlefire_pipeline.operations.serving_history import HistoryWrite, flush, queue_entry
 from candlefire_pipeline.operations.serving_state import (
     DEGRADED,
@@ -26,15 +36,13 @@ from candlefire_pipeline.operations.serving_state import (
     PROMOTED,
     Evidence,
     ServingState,
-    Window,
     read_state,
 )
-from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# events and guards -------------------------------------------------------------------------
+# events -------------------------------------------------------------------------
 AUTO_PROMOTE = "auto_promote"  # the serving_backend asset (schedule, sensor, re-run)
 PROMOTE = "promote"  # `candlefire promote --reason`
 ROLLBACK = "rollback"  # `candlefire rollback --reason`
@@ -43,13 +51,6 @@ WINDOW_FAILED = "window_failed"
 WINDOW_PASSED = "window_passed"
 WINDOW_EVENTS = (WINDOW_FAILED, WINDOW_PASSED)
 EVENTS = (AUTO_PROMOTE, PROMOTE, ROLLBACK, *WINDOW_EVENTS)
-GATES_PASS = "gates_pass"  # the latest report passes every gate, evaluated now
-NEWER_THAN_PIN = "report_newer_than_pin"  # that report started after the pin was set
-WINDOW_COUNTED = "window_already_counted"  # this failing window was counted before
-ROLLBACK_DUE = "auto_rollback_due"  # auto-rollback is on and this window makes N in a row
-SOURCE_CLEAR = "source_not_failing"  # the passing window's source had no failing window
-ALL_CLEAR = "all_sources_clear"  # once this source is cleared, no source is failing
-
 CHANGED, UNCHANGED, REFUSED = "changed", "unchanged", "refused"
 NOT_WATCHED = "not serving pgvector: a window changes nothing"
 NO_EVIDENCE = Evidence()
@@ -127,69 +128,6 @@ class Outcome:
     history: HistoryWrite = field(default_factory=lambda: HistoryWrite(0, 0))
 
 
-def _time(iso: str | None) -> datetime | None:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")) if iso else None
-
-
-def _gates_pass(state: ServingState, evidence: Evidence) -> str | None:
-    if evidence.report_id is None:
-        return "no parity report yet: run parity_report (or `candlefire promote --run-report`)"
-    if not evidence.gates:
-        return f"report {evidence.report_id} was not evaluated"
-    names = failed(list(evidence.gates))
-    return f"report {evidence.report_id} fails gates: {', '.join(names)}" if names else None
-
-
-def _newer_than_pin(state: ServingState, evidence: Evidence) -> str | None:
-    if evidence.report_id is None:
-        return "no parity report yet: run parity_report (or `candlefire promote --run-report`)"
-    started, pinned_at = _time(evidence.started_at), _time(state.changed_at)
-    if started is None or pinned_at is None or started <= pinned_at:
-        return (
-            f"report {evidence.report_id} (started {evidence.started_at or 'unknown'}) is not "
-            f"newer than the pin ({state.changed_at}): run a new parity report"
-        )
-    return None
-
-
-def _counted(state: ServingState, window: Window) -> list[str]:
-    return state.failing.get(window.source, [])
-
-
-def _window_counted(state: ServingState, evidence: Evidence) -> str | None:
-    window = evidence.window
-    return None if window.window_id in _counted(state, window) else "a new window"
-
-
-def _rollback_due(state: ServingState, evidence: Evidence) -> str | None:
-    if evidence.rollback_after is None:
-        return "auto-rollback is off"
-    count = len(_counted(state, evidence.window)) + 1
-    if count < evidence.rollback_after:
-        return f"{count} of {evidence.rollback_after} failing windows before auto-rollback"
-    return None
-
-
-def _source_clear(state: ServingState, evidence: Evidence) -> str | None:
-    return "its source has failing windows" if _counted(state, evidence.window) else None
-
-
-def _all_clear(state: ServingState, evidence: Evidence) -> str | None:
-    others = sorted(set(state.failing) - {evidence.window.source})
-    return f"still failing: {', '.join(others)}" if others else None
-
-
-#: guard -> (state, evidence) -> None when it holds, else why not
-GUARDS = {
-    GATES_PASS: _gates_pass,
-    NEWER_THAN_PIN: _newer_than_pin,
-    WINDOW_COUNTED: _window_counted,
-    ROLLBACK_DUE: _rollback_due,
-    SOURCE_CLEAR: _source_clear,
-    ALL_CLEAR: _all_clear,
-}
-
-
 def _rules(entry: Rule | tuple[Rule, ...]) -> tuple[Rule, ...]:
     return entry if isinstance(entry, tuple) else (entry,)
 
@@ -200,7 +138,7 @@ def _message(rule: Rule, state: ServingState, evidence: Evidence) -> str:
     window = evidence.window
     if window is None:
         return rule.why
-    count = len(_counted(state, window)) + (window.window_id not in _counted(state, window))
+    count = len(counted(state, window)) + (window.window_id not in counted(state, window))
     return rule.why.format(source=window.source, count=count)
 
 

@@ -2,9 +2,9 @@
 a time, compares it with the served answer through the parity harness (the same overlap,
 agreement and traced divergence causes as the parity report) and records the comparison.
 
-It runs at the lowest CPU priority (SCHED_IDLE where Linux has it, else nice 19), set before
-anything heavy is imported so every thread it starts (ONNX Runtime, Chroma) inherits it: a
-shadow read only gets the CPU the served path leaves idle.
+It runs at the lowest CPU priority by default (SCHED_IDLE where Linux has it, else nice 19; see
+CANDLEFIRE_SHADOW_PRIORITY), set before anything heavy is imported so every thread it starts
+(ONNX Runtime, Chroma) inherits it: a shadow read only gets the CPU the served path leaves idle.
 """
 
 from __future__ import annotations
@@ -22,25 +22,31 @@ FLUSH_EVERY_S = 10.0
 REOPEN_AFTER_S = 30.0
 
 
-def lowest_priority() -> str:
-    """Make this process (and the threads it starts from now on) yield the CPU to everyone."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        return "SCHED_IDLE"
-    except (AttributeError, OSError):
+def lower_priority(priority: str) -> str:
+    """Make this process (and the threads it starts from now on) yield the CPU: "idle" is
+    SCHED_IDLE (nice 19 where Linux lacks it), "nice" nice 19, "normal" leaves it as it is."""
+    if priority == "idle":
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return "SCHED_IDLE"
+        except (AttributeError, OSError):
+            priority = "nice"
+    if priority == "nice":
         os.nice(19)
         return "nice 19"
+    return "normal"
 
 
 def main() -> int:
     """The worker process: Settings first, then jobs until the served side closes the pipe."""
-    priority = lowest_priority()
     from candlefire_pipeline.operations.shadow_link import read_frame, write_frame
 
     jobs, answers = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not hit the pipe
+    settings = read_frame(jobs)
+    priority = lower_priority(settings.shadow.priority)  # before anything starts a thread
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    replayer = Replayer(read_frame(jobs))
+    replayer = Replayer(settings)
     write_frame(answers, {"priority": priority})
     try:
         while True:

@@ -11,6 +11,7 @@ from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
+from candlefire_pipeline.parity.shadow_window import ShadowWindow, load_latest_window
 from candlefire_pipeline.settings import Settings, redact_dsn
 
 
@@ -28,6 +29,7 @@ class Status:
     errors: dict[str, str] = field(default_factory=dict)
     #: the auto-rollback policy: pin after this many failing windows in a row (None: off)
     rollback_after: int | None = None
+    shadow: ShadowWindow | None = None  # the latest window of live shadow comparisons
 
     @property
     def reachable(self) -> bool:
@@ -53,6 +55,7 @@ def collect_status(settings: Settings) -> Status:
         status = Status(serving=None, serving_error=str(exc))
     status.rollback_after = settings.watch.rollback_after
     report, status.gates = latest_evaluation(settings)
+    status.shadow = load_latest_window(settings.reports_dir)
     status.thresholds = asdict(settings.parity)
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
@@ -107,8 +110,24 @@ def format_status(status: Status) -> str:
         ]
     else:
         lines.append("last parity report: none (no gate can pass)")
+    lines += _shadow_lines(status.shadow)
     for store, count in status.chunk_counts.items():
         lines.append(f"{store}: {count} chunks")
     for store, error in status.errors.items():
         lines.append(f"{store}: UNREACHABLE - {error}")
     return "\n".join(lines)
+
+
+def _shadow_lines(window: ShadowWindow | None) -> list[str]:
+    if window is None:
+        return ["last shadow window: none (shadow reads off, or shadow_parity never ran)"]
+    lines = [f"last shadow window: {window.window_id} (until {window.until[:19]} UTC, "
+             f"{window.window_minutes} min)"]  # fmt: skip
+    for t in window.targets:
+        agreement = (
+            f"mean overlap {t.mean_overlap:.3f}, grounding {t.grounding_agreement:.3f}"
+            if t.compared
+            else "nothing compared"
+        )
+        lines.append(f"  {t.pair}: {t.samples} samples, {agreement}, {t.errors} errors")
+    return lines

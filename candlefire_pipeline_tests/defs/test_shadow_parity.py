@@ -12,6 +12,7 @@ import dagster as dg
 import pytest
 
 from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.definitions import defs
 from candlefire_pipeline.defs.parity_checks import parity_checks
@@ -71,7 +72,7 @@ def plot_pngs(markdown: str) -> list[bytes]:
     return [base64.b64decode(data) for data in found]
 
 
-def test_a_promoted_deployment_is_watched_on_live_traffic(demo):
+def test_a_promoted_deployment_is_watched_on_live_traffic(demo, capsys):
     settings, pipeline = demo
     assert metadata(pipeline.parity(), "serving_backend")["serving_backend"] == "pgvector"
     live_traffic(settings)
@@ -86,6 +87,10 @@ def test_a_promoted_deployment_is_watched_on_live_traffic(demo):
     assert "healthy" in meta["serving_watch"] and meta["failed_gates"] == "none"
     pngs = plot_pngs(meta["plots"])
     assert len(pngs) == 2 and all(p.startswith(b"\x89PNG") for p in pngs)
+    assert candlefire(["status"]) == 0
+    out = capsys.readouterr().out
+    assert f"last shadow window: {meta['window_id']}" in out
+    assert "pgvector -> chroma: 24 samples, mean overlap" in out
 
     # the stores drift apart behind the pipeline's back: Chroma loses the papers it answered
     window = load_latest_window(settings.reports_dir)
