@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.incremental_drops import make_drops
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.drops import write_chunks, write_papers
 from candlefire_pipeline.embedding import EmbeddingCache, load_embedder, write_embeddings
 from candlefire_pipeline.operations.indexing import apply_batch

@@ -30,9 +30,10 @@ from benchmarks.load_chroma import add_in_batches
 from benchmarks.load_pg import PgLoads, Timing
 from benchmarks.load_qdrant import measure_qdrant, qdrant_markdown
 from benchmarks.load_rows import synthetic_rows
-from candlefire_pipeline.backends import pg_bulk
 from candlefire_pipeline.backends.common import rows_dim
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.factory import pg_ann_params
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.settings import Settings
 
 #: Issue #14: the project bulk path at least as fast as the documented COPY, same run.
@@ -91,7 +92,7 @@ def measure_full_build(pg: PgLoads, rows: pa.Table, settings: Settings) -> dict:
         build_indexes=True,
         hnsw_m=settings.hnsw_m,
         hnsw_ef_construction=settings.hnsw_ef_construction,
-        ann=settings.pg_ann,
+        ann=pg_ann_params(settings),
     )
     result = {"total": seconds.wall, **backend.index_seconds}
     ann = settings.pg_ann

@@ -24,7 +24,7 @@ import psycopg
 from benchmarks.bench_embedding import abstract_chunks, scifact_papers
 from benchmarks.helpers import LoadMonitor
 from benchmarks.throughput_models import pmc_section_chunks
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.settings import Settings
 
 MB = 1024 * 1024

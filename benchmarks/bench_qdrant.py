@@ -18,14 +18,15 @@ import numpy as np
 
 from benchmarks.helpers import LoadMonitor, timed, write_section
 from benchmarks.retrieval_data import scifact_records, synthetic_corpus
-from candlefire_pipeline.backends import qdrant, qdrant_local
 from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.qdrant_filters import narrowing_tokens, qdrant_filter
+from candlefire_pipeline.backends.qdrant import backend as qdrant
+from candlefire_pipeline.backends.qdrant import local as qdrant_local
+from candlefire_pipeline.backends.qdrant.filters import narrowing_tokens, qdrant_filter
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.retrieval.variants import term_variants
-from candlefire_pipeline_tests.backends import qdrant_engine
+from candlefire_pipeline_tests.backends.qdrant import engine as qdrant_engine
 
 DIM = 384
 BATCH_SIZES = (64, 256, 1024, 4096)

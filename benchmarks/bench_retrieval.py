@@ -38,6 +38,7 @@ from benchmarks.retrieval_workload import (
     answer_all,
     latency_workload,
 )
+from candlefire_pipeline.backends.factory import pg_ann_params
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
@@ -118,7 +119,7 @@ def sweep_part(embedder, dsn: str, args) -> list[str]:
     stores, requests, oracle = oracle_and_requests(
         latency_workload(embedder), memo, dsn, args.sweep
     )
-    lines, _, _ = sweep(dsn, "latency", Settings.from_env().pg_ann, memo, requests, oracle)
+    lines, _, _ = sweep(dsn, "latency", pg_ann_params(Settings.from_env()), memo, requests, oracle)
     for store in stores.values():
         store.close()
     return lines
@@ -128,8 +129,9 @@ def layouts_part(embedder, dsn: str, args) -> list[str]:
     memo = MemoEmbedder(embedder)
     work = latency_workload(embedder)
     stores, requests, oracle = oracle_and_requests(work, memo, dsn, args.requests)
+    ann = pg_ann_params(Settings.from_env())
     lines = compare(
-        dsn, work.rows, stores["memory"], memo, requests, oracle, Settings.from_env().pg_ann,
+        dsn, work.rows, stores["memory"], memo, requests, oracle, ann,
         builds=not args.no_builds, rebuild=args.rebuild,
     )  # fmt: skip
     for store in stores.values():

@@ -6,7 +6,7 @@ import time
 
 import pyarrow as pa
 
-from candlefire_pipeline.backends.chroma import scalar_metadata
+from candlefire_pipeline.backends.chroma.backend import scalar_metadata
 from candlefire_pipeline.backends.common import embedding_matrix
 
 

@@ -14,9 +14,10 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from benchmarks.load_rows import python_rows
-from candlefire_pipeline.backends import pg_bulk, pg_sql
 from candlefire_pipeline.backends.common import embedding_matrix, rows_dim
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 
 #: Column order of the baseline methods (the table's own order).
 COLUMNS = (

@@ -22,7 +22,7 @@ from qdrant_edge import CountRequest
 from benchmarks.load_rows import MODEL_ID
 from candlefire_pipeline.backends.common import embedding_matrix
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline_tests.backends import qdrant_engine
+from candlefire_pipeline_tests.backends.qdrant import engine as qdrant_engine
 
 log = logging.getLogger("bench_load")
 

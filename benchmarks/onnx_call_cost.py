@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--runtime", default="onnx")
     args = parser.parse_args()
     cost = measure(Settings.from_env(), args.runtime, args.repeats)
-    print(  # noqa: T201 -- a benchmark's report
+    print(  # a benchmark's report
         f"{args.runtime}: {cost.overhead_ms:.2f} ms per call + {cost.ms_per_token * 1000:.1f} us"
         f" per padded token = {cost.overhead_tokens:.0f} token equivalents per call"
         f" (1-min load {cost.load:.1f} on {os.cpu_count()} CPUs)"

@@ -10,10 +10,10 @@ import numpy as np
 
 from benchmarks.helpers import chunk_recall, timed
 from benchmarks.retrieval_data import SyntheticCorpus, _spelling
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.backends.pg_layout import stage_effort
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import stage_effort
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.retrieval.retriever import TIMING_STAGES, Retriever
 from candlefire_pipeline.retrieval.variants import term_variants

@@ -17,11 +17,11 @@ from psycopg import sql
 from benchmarks.helpers import chunk_recall, ms
 from benchmarks.retrieval_stores import load
 from benchmarks.retrieval_workload import answer_all, final_recall
-from candlefire_pipeline.backends import pg_bulk
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.retrieval.retriever import Retriever
-from candlefire_pipeline.settings import PgAnnSettings
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def measure_layout(store, embedder, requests, oracle, qvecs, exact) -> dict:
 
 
 def compare(
-    dsn, rows, memory, embedder, requests, oracle, base: PgAnnSettings, builds: bool, rebuild: bool
+    dsn, rows, memory, embedder, requests, oracle, base: AnnParams, builds: bool, rebuild: bool
 ):
     """Markdown lines of the layout comparison (tables cached unless `rebuild`)."""
     qvecs = embedder.embed([r.query for r in requests])

@@ -10,11 +10,11 @@ import pyarrow as pa
 from psycopg import sql
 
 from benchmarks.retrieval_data import bench_dir
-from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_layout import StoreLayoutError
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.settings import PgAnnSettings, Settings
+from candlefire_pipeline.backends.factory import build_backend, pg_ann_params
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import AnnParams, StoreLayoutError
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
+from candlefire_pipeline.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +31,11 @@ def embedded_postgres():
         server.stop()
 
 
-def open_store(name: str, dsn: str, label: str, ann: PgAnnSettings | None = None):
+def open_store(name: str, dsn: str, label: str, ann: AnnParams | None = None):
     if name == "pgvector":
         # the product's settings unless a sweep asks for others
-        return build_backend("pgvector", dsn, table=label, ann=ann or Settings.from_env().pg_ann)
+        ann = ann or pg_ann_params(Settings.from_env())
+        return build_backend("pgvector", dsn, table=label, ann=ann)
     if name == "chroma":
         return build_backend("chroma", path=bench_dir() / "chroma", collection=label)
     return build_backend("memory")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from benchmarks.helpers import ms
 from benchmarks.retrieval_workload import answer_all, final_recall, list_recall
 from candlefire_pipeline.backends.factory import build_backend
+from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.retrieval.retriever import Retriever
-from candlefire_pipeline.settings import PgAnnSettings
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ MARGIN = 0.005
 
 @dataclass(frozen=True)
 class Point:
-    ann: PgAnnSettings
+    ann: AnnParams
     final: float
     semantic_recall: float
     entity_recall: float
@@ -42,7 +42,7 @@ class Point:
         )
 
 
-def measure(dsn: str, table: str, ann: PgAnnSettings, embedder, requests, oracle) -> Point:
+def measure(dsn: str, table: str, ann: AnnParams, embedder, requests, oracle) -> Point:
     store = build_backend("pgvector", dsn, table=table, ann=ann)
     try:
         retriever = Retriever(store, embedder)
@@ -69,8 +69,8 @@ def _smallest(points: list[Point], varied: str) -> int:
     return min(getattr(p.ann, key) for p in best)
 
 
-def sweep(dsn: str, table: str, base: PgAnnSettings, embedder, requests, oracle):
-    """(markdown lines, chosen PgAnnSettings, the chosen pair's Point)."""
+def sweep(dsn: str, table: str, base: AnnParams, embedder, requests, oracle):
+    """(markdown lines, chosen AnnParams, the chosen pair's Point)."""
     top = replace(base, ef_search=max(SEMANTIC_EFS), ef_search_entities=max(ENTITY_EFS))
     semantic = [
         measure(dsn, table, replace(top, ef_search=ef), embedder, requests, oracle)

@@ -10,6 +10,7 @@ from datetime import date
 from pathlib import Path
 
 from candlefire_pipeline.settings import Settings, redact_dsn
+from candlefire_pipeline.stores import BACKEND_NAMES
 
 log = logging.getLogger("candlefire")
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
@@ -95,8 +96,8 @@ def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
     import os
 
-    from candlefire_pipeline.backends.pg_roles import ensure_reader_role
-    from candlefire_pipeline.backends.pg_server import resolve_dsn
+    from candlefire_pipeline.backends.pg.roles import ensure_reader_role
+    from candlefire_pipeline.backends.pg.server import resolve_dsn
 
     password = os.environ.get(args.password_env) if args.password_env else None
     ensure_reader_role(resolve_dsn(settings), args.role, password, settings.pg_table)
@@ -150,17 +151,15 @@ def cmd_fetch(args: argparse.Namespace, settings: Settings, transport=None) -> i
 
 def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 when the store matches its ledger view (after --apply), 1 when it does not."""
-    from candlefire_pipeline.backends.factory import open_backend
+    from candlefire_pipeline.backends.factory import opened_backend
     from candlefire_pipeline.operations.repair import format_repair, repair_store
 
-    backend = open_backend(args.store, settings)
-    try:
-        report = repair_store(backend, settings.batches_dir, apply=args.apply)
-    except Exception as exc:  # noqa: BLE001 - a store failing mid-repair is a report, not a trace
-        print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        backend.close()
+    with opened_backend(args.store, settings) as backend:
+        try:
+            report = repair_store(backend, settings.batches_dir, apply=args.apply)
+        except Exception as exc:  # a store failing mid-repair is a report, not a trace
+            print(f"candlefire repair: {args.store}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
     print(format_repair(report))
     return 0 if report.converged else 1
 
@@ -193,12 +192,10 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--term", action="append", default=[])
     query.add_argument(
         "--backend",
-        choices=["serving", "pgvector", "chroma", "qdrant", "memory"],
+        choices=["serving", *BACKEND_NAMES],
         default="serving",
         help="serving (default) follows the switch exactly as the app does",
     )
-    from candlefire_pipeline.backends.factory import BACKEND_NAMES
-
     repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
@@ -236,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             f"candlefire {args.command}: {exc} (pg: {redact_dsn(settings.pg_dsn)})", file=sys.stderr
         )
         return 2
-    except Exception as exc:  # noqa: BLE001 - an operator gets one line, never a traceback
+    except Exception as exc:  # an operator gets one line, never a traceback
         if args.command not in OPERATOR_COMMANDS:
             raise
         print(

@@ -22,7 +22,7 @@ from dagster._core.events import DagsterEventType
 
 from candlefire_pipeline.defs.progress import PROGRESS_PREFIX
 from candlefire_pipeline.demo_story import (
-    STORE_ASSETS,
+    STORE_OF_ASSET,
     serving_summary,
     step_lines,
     summary_lines,
@@ -137,7 +137,7 @@ def _quiet_logging(log_path: Path) -> None:
 
 def _store_chunks(instance: dg.DagsterInstance, stores) -> dict[str, int | None]:
     counts: dict[str, int | None] = {}
-    for asset, store in STORE_ASSETS.items():
+    for asset, store in STORE_OF_ASSET.items():
         if store not in stores:
             continue
         event = instance.get_latest_materialization_event(dg.AssetKey(asset))

@@ -6,14 +6,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.serving import ServingState, read_state
 from candlefire_pipeline.parity.gates import GateResult
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import STORE_NAMES
 
-#: Store asset -> the store's name in the story and the summary.
-STORE_ASSETS = {f"{store}_chunks": store for store in STORE_NAMES}
+#: Store asset key -> the store's name in the story and the summary.
+STORE_OF_ASSET = {f"{store}_chunks": store for store in STORE_NAMES}
 LABEL_WIDTH = 11
 NAME_WIDTH = 22
 
@@ -84,7 +84,7 @@ _STEPS = (
     ("papers", "papers", _papers),
     ("chunks", "chunks", _chunks),
     ("embeddings", "embeddings", _embeddings),
-    *((asset, store, _store) for asset, store in STORE_ASSETS.items()),
+    *((asset, store, _store) for asset, store in STORE_OF_ASSET.items()),
     ("parity_report", "parity", _parity),
     ("serving_backend", "serving", _serving),
 )

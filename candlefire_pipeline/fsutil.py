@@ -1,9 +1,12 @@
-"""File helpers every layer shares: atomic writes and reading possibly gzipped drops."""
+"""File helpers every layer shares: atomic writes, a file lock, reading possibly gzipped drops."""
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,6 +25,19 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing) across processes for the block."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def open_maybe_gzip(path: Path) -> BinaryIO:

@@ -31,16 +31,17 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from candlefire_pipeline.backends.factory import BACKEND_NAMES, build_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.factory import build_backend
+from candlefire_pipeline.backends.pg.layout import AnnParams
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.schema import store_rows
-from candlefire_pipeline.settings import PgAnnSettings
+from candlefire_pipeline.stores import BACKEND_NAMES
 
 #: pgvector storage/ANN layouts besides the default (vector, plain HNSW) the suites also run on.
 PG_LAYOUTS = {
-    "pgvector-halfvec": PgAnnSettings(vector_type="halfvec"),
-    "pgvector-binary": PgAnnSettings(quantization="binary"),
-    "pgvector-halfvec-binary": PgAnnSettings(vector_type="halfvec", quantization="binary"),
+    "pgvector-halfvec": AnnParams(vector_type="halfvec"),
+    "pgvector-binary": AnnParams(quantization="binary"),
+    "pgvector-halfvec-binary": AnnParams(vector_type="halfvec", quantization="binary"),
 }
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import asdict
 
 import pytest
 
 from candlefire_pipeline.backends.factory import backend_class
+from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.serving import read_state
 from candlefire_pipeline.settings import (
@@ -15,6 +17,7 @@ from candlefire_pipeline.settings import (
     ParityThresholds,
     PgAnnSettings,
     Settings,
+    executor_mode,
 )
 
 OUT_OF_RANGE = [
@@ -105,14 +108,55 @@ def test_an_unset_environment_gives_exactly_the_dataclass_defaults(monkeypatch, 
         ("pgvector", "hnsw_m", Settings.hnsw_m),
         ("pgvector", "hnsw_ef_construction", Settings.hnsw_ef_construction),
         ("pgvector", "table", Settings.pg_table),
+        ("pgvector", "substring_mode", Settings.substring_mode),
         ("qdrant", "hnsw_m", Settings.hnsw_m),
+        ("qdrant", "hnsw_ef_construction", Settings.hnsw_ef_construction),
         ("qdrant", "ef_search", PgAnnSettings.ef_search),
         ("qdrant", "lock_timeout", Settings.qdrant_lock_timeout),
+        ("qdrant", "collection", Settings.qdrant_collection),
+        ("qdrant", "substring_mode", Settings.substring_mode),
         ("chroma", "port", Settings.chroma_port),
         ("chroma", "collection", Settings.chroma_collection),
+        ("chroma", "substring_mode", Settings.substring_mode),
         ("memory", "substring_mode", Settings.substring_mode),
     ],
 )
 def test_a_backend_built_without_settings_has_the_settings_defaults(name, parameter, default):
+    """Drivers keep their own defaults (they never read the app's settings); these must agree."""
     signature = inspect.signature(backend_class(name))
     assert signature.parameters[parameter].default == default
+
+
+def test_the_pg_drivers_ann_defaults_are_the_settings_defaults():
+    assert asdict(AnnParams()) == asdict(PgAnnSettings())
+
+
+@pytest.mark.parametrize(
+    ("variable", "bad", "good", "read"),
+    [
+        ("CANDLEFIRE_SUBSTRING_MODE", "glob", "ILIKE", lambda: Settings.from_env().substring_mode),
+        ("CANDLEFIRE_SERVING_BACKEND", "qdrant", "Chroma",
+         lambda: Settings.from_env().serving_override),
+        ("CANDLEFIRE_EXECUTOR", "celery", "multiprocess", lambda: executor_mode()[0]),
+        ("CANDLEFIRE_EMBED_EXECUTOR", "dask", "In_Process",
+         lambda: Settings.from_env().embed_executor),
+        ("CANDLEFIRE_EMBED_RUNTIME", "tensorrt", "Torch",
+         lambda: Settings.from_env().embed_runtime_query),
+        ("CANDLEFIRE_PG_QUANTIZATION", "pq", "BINARY",
+         lambda: Settings.from_env().pg_ann.quantization),
+    ],
+)  # fmt: skip
+def test_every_choice_setting_names_its_choices_and_ignores_case(
+    monkeypatch, variable, bad, good, read
+):
+    """One helper (settings/env.py: env_choice / check_choice) reads every choice setting."""
+    monkeypatch.setenv(variable, bad)
+    with pytest.raises(ValueError, match=rf"^{variable} must be one of .*, got '{bad}'$"):
+        read()
+    monkeypatch.setenv(variable, good)
+    assert read() == good.lower()
+
+
+def test_a_choice_outside_the_environment_is_checked_the_same_way():
+    with pytest.raises(ValueError, match="^embedding path must be one of query, bulk, got 'x'$"):
+        Settings.from_env().embed_runtime("x")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from candlefire_pipeline.settings import DEFAULT_STORES, Settings, parse_stores
+from candlefire_pipeline.settings import Settings, parse_stores
+from candlefire_pipeline.stores import DEFAULT_STORES
 
 
 @pytest.mark.parametrize(

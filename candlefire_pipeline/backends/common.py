@@ -11,8 +11,7 @@ import pyarrow.compute as pc
 
 from candlefire_pipeline.backends.base import ANN_STAGES, DimensionMismatchError, Filter, ResultRow
 from candlefire_pipeline.corpus.schema import store_schema
-
-SUBSTRING_MODES = ("like", "ilike")
+from candlefire_pipeline.stores import SUBSTRING_MODES
 
 #: Text metadata a chunk may lack; stored as "" so every backend returns the same value.
 OPTIONAL_TEXT = ("section", "title", "doi", "entity_names", "mesh_terms")

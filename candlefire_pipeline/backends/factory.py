@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import BACKEND_NAMES
 
-#: Every persistent store an ingest batch can be applied to; Settings.stores picks the fed ones.
-STORE_NAMES = ("pgvector", "chroma", "qdrant")
-#: Every backend that can be opened by name; "memory" is the exact in-process oracle.
-BACKEND_NAMES = (*STORE_NAMES, "memory")
+if TYPE_CHECKING:
+    from candlefire_pipeline.backends.pg.layout import AnnParams
 
 
 def backend_class(name: str) -> type[VectorBackend]:
     """The class behind a backend name (imported on use: Chroma and Qdrant are heavy)."""
     if name == "pgvector":
-        from candlefire_pipeline.backends.pgvector import PgVectorBackend
+        from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 
         return PgVectorBackend
     if name == "chroma":
-        from candlefire_pipeline.backends.chroma import ChromaBackend
+        from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 
         return ChromaBackend
     if name == "qdrant":
-        from candlefire_pipeline.backends.qdrant import QdrantBackend
+        from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 
         return QdrantBackend
     if name == "memory":
@@ -37,10 +41,17 @@ def build_backend(name: str, *args, **options) -> VectorBackend:
     return backend_class(name)(*args, **options)
 
 
+def pg_ann_params(settings: Settings) -> AnnParams:
+    """The pgvector driver's ANN parameters from the validated CANDLEFIRE_PG_* / HNSW_* settings."""
+    from candlefire_pipeline.backends.pg.layout import AnnParams
+
+    return AnnParams(**asdict(settings.pg_ann))
+
+
 def open_backend(name: str, settings: Settings) -> VectorBackend:
     """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
     if name == "pgvector":
-        from candlefire_pipeline.backends.pg_server import resolve_dsn
+        from candlefire_pipeline.backends.pg.server import resolve_dsn
 
         return build_backend(
             "pgvector",
@@ -49,7 +60,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             substring_mode=settings.substring_mode,
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
-            ann=settings.pg_ann,
+            ann=pg_ann_params(settings),
         )
     if name == "chroma":
         local = settings.chroma_host is None
@@ -82,3 +93,13 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             lock_timeout=settings.qdrant_lock_timeout,
         )
     return build_backend(name, substring_mode=settings.substring_mode)
+
+
+@contextmanager
+def opened_backend(name: str, settings: Settings) -> Iterator[VectorBackend]:
+    """open_backend(name, settings) for the block; closed when it ends, also on an error."""
+    backend = open_backend(name, settings)
+    try:
+        yield backend
+    finally:
+        backend.close()

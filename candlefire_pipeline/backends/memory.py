@@ -13,7 +13,6 @@ import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
-from candlefire_pipeline.settings import Settings
 
 
 @dataclass
@@ -80,7 +79,7 @@ class MemoryBackend:
 
     name = "memory"
 
-    def __init__(self, substring_mode: str = Settings.substring_mode) -> None:
+    def __init__(self, substring_mode: str = "like") -> None:
         self.substring_mode = common.check_substring_mode(substring_mode)
         self._lock = threading.Lock()
         self._model: tuple[str, int] | None = None

@@ -8,15 +8,13 @@ is identified by its fingerprint (name, size, mtime), so a changed file is new a
 
 from __future__ import annotations
 
-import fcntl
 import json
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 
 from candlefire_pipeline.corpus.drop_scan import DropFile
-from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.fsutil import file_lock, write_atomic
 
 RECORD_VERSION = 1
 
@@ -51,26 +49,14 @@ def read_record(path: Path) -> dict[str, str]:
     return {name: entry["fingerprint"] for name, entry in _entries(Path(path)).items()}
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Serialize read-modify-write between processes (parallel runs, the CLI)."""
-    lock_path = path.with_name(path.name + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def record_drops(path: Path, drops: Iterable[DropFile], source: str) -> int:
     """Record these drop versions as taken in by `source`; returns how many entries changed."""
     drops = list(drops)
     if not drops:
         return 0
     path = Path(path)
-    with _locked(path):
+    # read-modify-write between processes (parallel runs, the CLI) is serialized
+    with file_lock(path.with_name(path.name + ".lock")):
         try:
             entries = _entries(path)
         except DropRecordError:

@@ -1,13 +1,122 @@
-"""Which version of each paper is current across batch directories (batch keys sort in order)."""
+"""The ledger: which batches each store applied, and which version of each paper is current.
+
+Everything lives in the batch directories (`data/batches/<batch_key>/`, keys sort in drop
+order): the parquet files say what each batch accepts and deletes; per store, an intent marker
+(`applying-<store>.json`) is left before a write and an applied marker (`applied-<store>.json`)
+records a finished apply. From them:
+
+- `StoreLedger(batches_dir, store)`: one store's applied and interrupted batches, the markers
+  an apply writes, the papers a later applied batch supersedes, the chunks it should hold;
+- `live_papers` / `expected_chunks`: the current version of every paper over some batches;
+- `snapshot`: every store's applied batches at once (what a parity report ran on);
+- `diff_inventory`: THE comparison of an expected inventory with a held one
+  (missing / stale / orphaned), used by repair, the store checks and parity tracing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from candlefire_pipeline.fsutil import write_atomic
+
 READ_BATCH_ROWS = 65_536
+#: Marker files in a batch directory, per store.
+APPLIED = "applied-{store}.json"
+INTENT = "applying-{store}.json"
+
+#: store -> {batch_key: applied_at}: every store's applied batches at one moment.
+Snapshot = dict[str, dict[str, float]]
+#: chunk_id -> content_hash: what a store holds, or should hold.
+Inventory = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class InventoryDiff:
+    """How a held inventory differs from the expected one (chunk ids, sorted)."""
+
+    #: expected, not held
+    missing: list[str]
+    #: held, not expected
+    orphaned: list[str]
+    #: held with another content hash than expected
+    stale: list[str]
+
+    @property
+    def clean(self) -> bool:
+        return not (self.missing or self.orphaned or self.stale)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"missing": self.missing, "orphaned": self.orphaned, "stale": self.stale}
+
+    def counts(self) -> dict[str, int]:
+        return {kind: len(ids) for kind, ids in self.as_dict().items()}
+
+
+def diff_inventory(expected: Inventory, held: Inventory) -> InventoryDiff:
+    """Chunk ids missing from, orphaned in, or stale in `held`, compared with `expected`."""
+    return InventoryDiff(
+        missing=sorted(expected.keys() - held.keys()),
+        orphaned=sorted(held.keys() - expected.keys()),
+        stale=sorted(k for k in expected.keys() & held.keys() if expected[k] != held[k]),
+    )
+
+
+@dataclass(frozen=True)
+class StoreLedger:
+    """One store's record in the batch directories: what it applied, what was cut midway."""
+
+    batches_dir: Path
+    #: the store's name; it names the marker files
+    store: str
+
+    @property
+    def applied_marker(self) -> str:
+        """The file in a batch directory that records the batch was applied to this store."""
+        return APPLIED.format(store=self.store)
+
+    @property
+    def intent_marker(self) -> str:
+        return INTENT.format(store=self.store)
+
+    def applied(self) -> dict[str, float]:
+        """batch_key -> when it was last applied to this store (epoch seconds)."""
+        markers = sorted(Path(self.batches_dir).glob(f"*/{self.applied_marker}"))
+        return {m.parent.name: json.loads(m.read_text())["applied_at"] for m in markers}
+
+    def interrupted(self) -> list[str]:
+        """Batch keys whose last apply began writing and never completed, in order."""
+        markers = Path(self.batches_dir).glob(f"*/{self.intent_marker}")
+        return sorted(m.parent.name for m in markers)
+
+    def begin(self, batch_key: str, record: dict) -> None:
+        """Before the first write of an apply: what the next apply must finish if this one dies."""
+        self._write(batch_key, self.intent_marker, record)
+
+    def finish(self, batch_key: str, record: dict) -> None:
+        """The apply completed: record it (`record` holds `applied_at`), drop the intent."""
+        self._write(batch_key, self.applied_marker, record)
+        (Path(self.batches_dir) / batch_key / self.intent_marker).unlink(missing_ok=True)
+
+    def superseded(self, batch_key: str, pmids: Iterable[str]) -> set[str]:
+        """The given pmids that a later batch already applied to this store accepts or deletes."""
+        return superseded_pmids(self.batches_dir, batch_key, pmids, marker=self.applied_marker)
+
+    def expected_chunks(self) -> dict[str, str]:
+        """chunk_id -> content_hash the store should hold: the current versions of its batches."""
+        return expected_chunks(self.batches_dir, self.applied())
+
+    def _write(self, batch_key: str, marker: str, record: dict) -> None:
+        write_atomic(Path(self.batches_dir) / batch_key / marker, json.dumps(record, indent=2))
+
+
+def snapshot(batches_dir: Path, stores: Sequence[str]) -> Snapshot:
+    """store -> {batch_key: applied_at}: the ledger state a parity report runs on."""
+    return {store: StoreLedger(batches_dir, store).applied() for store in stores}
 
 
 def _batch_dirs(batches_dir: Path, marker: str) -> list[Path]:
@@ -83,12 +192,3 @@ def expected_chunks(batches_dir: Path, batch_keys: Iterable[str] | None = None) 
     """
     live = live_papers(batches_dir, batch_keys)
     return {cid: digest for _, chunks in live.values() for cid, digest in chunks.items()}
-
-
-def diff_hashes(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[str]]:
-    """Chunk ids missing from, extra in, or stale in `actual`."""
-    return {
-        "missing": sorted(expected.keys() - actual.keys()),
-        "orphaned": sorted(actual.keys() - expected.keys()),
-        "stale": sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
-    }

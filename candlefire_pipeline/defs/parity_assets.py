@@ -7,7 +7,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.defs.automation import DECIDE_AFTER_PARITY, parity_after_new_partitions
 from candlefire_pipeline.defs.resources import (
     ChromaResource,
@@ -17,12 +16,7 @@ from candlefire_pipeline.defs.resources import (
 )
 from candlefire_pipeline.defs.store_assets import STORE_ASSETS
 from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
-from candlefire_pipeline.operations.parity import (
-    GATED_STORES,
-    latest_evaluation,
-    open_stores,
-    run_report,
-)
+from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.operations.serving_watch import (
@@ -35,6 +29,14 @@ from candlefire_pipeline.operations.serving_watch import (
 from candlefire_pipeline.parity.gates import failed, gate_table_markdown, gates_from_dicts
 from candlefire_pipeline.parity.report import ParityReport
 from candlefire_pipeline.parity.report_markdown import plots_section
+from candlefire_pipeline.stores import (
+    CANDIDATE,
+    CHROMA,
+    GATED_STORES,
+    PGVECTOR,
+    QDRANT,
+    STORE_NAMES,
+)
 
 PARITY_REPORT = dg.AssetKey("parity_report")
 
@@ -77,7 +79,7 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         qdrant: QdrantResource,
     ) -> dg.MaterializeResult:
         settings = pipeline.settings()
-        resources = {"pgvector": pgvector, "chroma": chroma, "qdrant": qdrant}
+        resources = {PGVECTOR: pgvector, CHROMA: chroma, QDRANT: qdrant}
         with open_stores(**{name: resources[name] for name in settings.stores}) as opened:
             report = run_report(settings, pipeline.query_embedder(), opened)
         json_path, md_path = report.write(settings.reports_dir)
@@ -159,7 +161,7 @@ def serving_backend(
     )
     if state.degraded:
         context.log.error(f"serving {state.describe()}")
-    elif state.backend == "pgvector" and failed(gates):
+    elif state.backend == CANDIDATE and failed(gates):
         context.log.warning(
             f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
             "`candlefire rollback --reason ...` pins Chroma"

@@ -1,18 +1,16 @@
 """Resources: thin wrappers that turn settings into core objects."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
 from pydantic import PrivateAttr
 
-from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.pg.server import resolve_dsn
 from candlefire_pipeline.embedding import EmbeddingCache, embedder_for, stage_embedder
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 
 class SettingsResource(dg.ConfigurableResource):
@@ -62,15 +60,6 @@ class PipelineResource(SettingsResource):
         return EmbeddingCache(self.settings().cache_dir / "embeddings.sqlite")
 
 
-@contextmanager
-def _opened(name: str, settings: Settings) -> Iterator[VectorBackend]:
-    backend = open_backend(name, settings)
-    try:
-        yield backend
-    finally:
-        backend.close()
-
-
 class PgVectorResource(SettingsResource):
     """The pgvector store: the server at `dsn`, or the embedded one under the data dir.
 
@@ -89,7 +78,7 @@ class PgVectorResource(SettingsResource):
         return resolve_dsn(self.settings())
 
     def open(self):
-        return _opened("pgvector", self.settings())
+        return opened_backend(PGVECTOR, self.settings())
 
 
 class ChromaResource(SettingsResource):
@@ -113,7 +102,7 @@ class ChromaResource(SettingsResource):
         )
 
     def open(self):
-        return _opened("chroma", self.settings())
+        return opened_backend(CHROMA, self.settings())
 
 
 class QdrantResource(SettingsResource):
@@ -132,7 +121,7 @@ class QdrantResource(SettingsResource):
         )
 
     def open(self):
-        return _opened("qdrant", self.settings())
+        return opened_backend(QDRANT, self.settings())
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:

@@ -4,21 +4,20 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
+from candlefire_pipeline.corpus.ledger import InventoryDiff, StoreLedger, diff_inventory
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
 from candlefire_pipeline.defs.store_assets import STORE_ASSETS, chroma_chunks, pgvector_chunks
 from candlefire_pipeline.defs.store_policies import STORE_POOLS
-from candlefire_pipeline.operations.indexing import applied_batches
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 MAX_LISTED = 20
 
 
-def _diff_result(diff: dict[str, list[str]], **metadata) -> dg.AssetCheckResult:
-    counts = {kind: len(ids) for kind, ids in diff.items()}
-    listed = {f"{kind}_ids": ", ".join(ids[:MAX_LISTED]) for kind, ids in diff.items() if ids}
-    return dg.AssetCheckResult(
-        passed=not any(counts.values()), metadata={**counts, **listed, **metadata}
-    )
+def _diff_result(diff: InventoryDiff, **metadata) -> dg.AssetCheckResult:
+    listed = {
+        f"{kind}_ids": ", ".join(ids[:MAX_LISTED]) for kind, ids in diff.as_dict().items() if ids
+    }
+    return dg.AssetCheckResult(passed=diff.clean, metadata={**diff.counts(), **listed, **metadata})
 
 
 def _ledger_check(store_asset, resource_key: str, store_name: str, pool: str):
@@ -33,12 +32,13 @@ def _ledger_check(store_asset, resource_key: str, store_name: str, pool: str):
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         settings = context.resources.pipeline.settings()
-        applied = sorted(applied_batches(settings.batches_dir, store_name))
-        expected = expected_chunks(settings.batches_dir, applied)
+        ledger = StoreLedger(settings.batches_dir, store_name)
+        applied = ledger.applied()
+        expected = ledger.expected_chunks()
         with getattr(context.resources, resource_key).open() as backend:
             actual = backend.chunk_hashes()
         return _diff_result(
-            diff_hashes(expected, actual), batches=len(applied), store_chunks=len(actual)
+            diff_inventory(expected, actual), batches=len(applied), store_chunks=len(actual)
         )
 
     return _check
@@ -75,7 +75,7 @@ def stores_agree(pgvector: PgVectorResource, chroma: ChromaResource) -> dg.Asset
     with pgvector.open() as pg, chroma.open() as ch:
         pg_hashes, chroma_hashes = pg.chunk_hashes(), ch.chunk_hashes()
     return _diff_result(
-        diff_hashes(pg_hashes, chroma_hashes),
+        diff_inventory(pg_hashes, chroma_hashes),
         pgvector_chunks=len(pg_hashes),
         chroma_chunks=len(chroma_hashes),
     )
@@ -98,7 +98,7 @@ def _agreement_check(store_asset, store_name: str):
         with getattr(context.resources, store_name).open() as other:
             other_hashes = other.chunk_hashes()
         return _diff_result(
-            diff_hashes(pg_hashes, other_hashes),
+            diff_inventory(pg_hashes, other_hashes),
             pgvector_chunks=len(pg_hashes),
             **{f"{store_name}_chunks": len(other_hashes)},
         )
@@ -115,8 +115,8 @@ def build_store_checks(stores: Sequence[str]) -> list[dg.AssetChecksDefinition]:
             _ledger_check(asset, name, name, STORE_POOLS[name]),
             _dimension_check(asset, name, name),
         ]
-        if name == "chroma":
+        if name == REFERENCE:
             checks.append(stores_agree)
-        elif name != "pgvector":
+        elif name != CANDIDATE:
             checks.append(_agreement_check(asset, name))
     return checks

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import fcntl
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from candlefire_pipeline.fsutil import file_lock
 
 #: Stays below SQLite's bound-parameter limit (999 on old builds) with room for model_id.
 _IN_CHUNK = 900
@@ -34,8 +35,7 @@ class EmbeddingCache:
         # Switching a new file to WAL fails with "database is locked" instead of waiting when
         # another process does the same, so first-time setup is serialized by a file lock.
         lock_path = self.path.with_name(self.path.name + ".lock")
-        with lock_path.open("a") as lock, self._connect() as conn:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with file_lock(lock_path), self._connect() as conn:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_CREATE)

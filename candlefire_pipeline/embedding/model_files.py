@@ -53,7 +53,7 @@ def model_dir(model_id: str) -> Path:
 
     try:
         return Path(snapshot_download(model_id, local_files_only=True)).resolve()
-    except Exception as exc:  # noqa: BLE001 - hub errors have many types; all mean "not here"
+    except Exception as exc:  # hub errors have many types; all mean "not here"
         raise ValueError(
             f"embedding model {model_id!r} is not available offline; set "
             "CANDLEFIRE_EMBED_MODEL to a local weights folder or a cached model id"

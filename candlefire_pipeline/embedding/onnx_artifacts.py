@@ -8,7 +8,6 @@ truncated or corrupted export is detected, discarded and exported again.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -18,12 +17,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from candlefire_pipeline.embedding.model_files import logical_model_id, model_dir, weights_hash
+from candlefire_pipeline.fsutil import file_lock
 
 logger = logging.getLogger(__name__)
 
@@ -110,17 +108,6 @@ def _discard(path: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
-@contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -177,7 +164,7 @@ def ensure_onnx_model(model_id: str, variant: str, onnx_dir: Path) -> OnnxArtifa
     manifest = _valid(final, source_hash, variant)
     if manifest is not None:
         return OnnxArtifact(final, manifest)
-    with _locked(final.with_name(f".{final.name}.lock")):
+    with file_lock(final.with_name(f".{final.name}.lock")):
         manifest = _valid(final, source_hash, variant)  # another exporter may have finished
         if manifest is not None:
             return OnnxArtifact(final, manifest)

@@ -1,7 +1,7 @@
 """Applies one ingest batch's embeddings to a vector store: replace by paper, in batch order.
 
 A store without transactions (Chroma) can be left half-written by a crash. Before its first
-write, an apply leaves an intent marker (`applying-<store>.json`) in the batch directory and
+write, an apply leaves an intent marker in the ledger (corpus/ledger.py: StoreLedger.begin) and
 removes it once the batch is recorded as applied; the next apply of any batch to that store
 first finishes every batch whose marker is still there. Whether a paper needs writing is decided
 from the chunks the store holds for it (ids and content hashes), so a paper left with old and
@@ -10,7 +10,6 @@ new chunks side by side is always rewritten, never taken for up to date.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -22,16 +21,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.corpus.ledger import superseded_pmids
+from candlefire_pipeline.corpus.ledger import StoreLedger
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, store_rows
-from candlefire_pipeline.fsutil import write_atomic
 from candlefire_pipeline.progress import ProgressMeter
 
 log = logging.getLogger(__name__)
 
-#: Marker files in a batch directory, per store.
-APPLIED = "applied-{store}.json"
-INTENT = "applying-{store}.json"
 #: Loads of more rows than this report progress (COPY slices, Chroma upsert batches).
 PROGRESS_MIN_ROWS = 5_000
 
@@ -136,16 +131,15 @@ def _apply(
         backend.ensure_schema(*model)
     deleted = pq.read_table(batch_dir / "deleted.parquet")["pmid"].to_pylist()
     pmids = set(pc.unique(rows["pmid"]).to_pylist())
-    superseded = superseded_pmids(
-        batches_dir, batch_key, pmids | set(deleted), marker=applied_marker(backend.name)
-    )
+    ledger = StoreLedger(batches_dir, backend.name)
+    superseded = ledger.superseded(batch_key, pmids | set(deleted))
     unchanged = _unchanged(backend, rows, pmids - superseded)
     to_write = pmids - superseded - unchanged
     # A pmid both deleted and accepted here was re-added after its delete in this file (the
     # reader keeps the last of the two): replace_papers drops its older chunks, or it is unchanged.
     to_delete = sorted(set(deleted) - superseded - pmids)
     if tracked and (to_write or to_delete):
-        _mark(batch_dir, INTENT, backend.name, {"batch_key": batch_key, "started": time.time()})
+        ledger.begin(batch_key, {"batch_key": batch_key, "started": time.time()})
     keep = pc.is_in(rows["pmid"], value_set=pa.array(sorted(to_write), pa.string()))
     written = _write(backend, rows.filter(keep), progress) if to_write else 0
     chunks_deleted = backend.delete_papers(to_delete) if to_delete else 0
@@ -163,8 +157,7 @@ def _apply(
         resumed=resumed,
     )
     if tracked:
-        _mark(batch_dir, APPLIED, backend.name, asdict(summary))
-        (batch_dir / INTENT.format(store=backend.name)).unlink(missing_ok=True)
+        ledger.finish(batch_key, asdict(summary))
     log.info(
         "%s <- %s: %d rows, %d papers replaced, %d unchanged, %d superseded, %d deleted",
         backend.name, batch_key, written, len(to_write), len(unchanged),
@@ -202,15 +195,6 @@ def _unchanged(backend: VectorBackend, rows: pa.Table, candidates: set[str]) -> 
     }
 
 
-def _mark(batch_dir: Path, marker: str, store: str, content: dict) -> None:
-    write_atomic(batch_dir / marker.format(store=store), json.dumps(content, indent=2))
-
-
-def interrupted_batches(batches_dir: Path, store: str) -> list[str]:
-    """Batch keys whose last apply to `store` began writing and never completed, in order."""
-    return sorted(p.parent.name for p in Path(batches_dir).glob(f"*/{INTENT.format(store=store)}"))
-
-
 def resume_interrupted(
     backend: VectorBackend,
     batches_dir: Path,
@@ -223,7 +207,7 @@ def resume_interrupted(
     model) is logged and left marked: the store checks and `candlefire repair` still see it.
     """
     done = []
-    for key in interrupted_batches(batches_dir, backend.name):
+    for key in StoreLedger(batches_dir, backend.name).interrupted():
         if key == skip:
             continue
         log.warning("%s: finishing the interrupted apply of batch %s", backend.name, key)
@@ -234,27 +218,3 @@ def resume_interrupted(
             continue
         done.append(key)
     return done
-
-
-def applied_marker(store: str) -> str:
-    """The file in a batch directory that records the batch was applied to `store`."""
-    return APPLIED.format(store=store)
-
-
-def applied_batches(batches_dir: Path, store: str) -> dict[str, float]:
-    """batch_key -> when it was last applied to `store` (epoch seconds)."""
-    out: dict[str, float] = {}
-    for marker in sorted(Path(batches_dir).glob(f"*/{applied_marker(store)}")):
-        out[marker.parent.name] = json.loads(marker.read_text())["applied_at"]
-    return out
-
-
-def latest_applied_at(batches_dir: Path, stores: tuple[str, ...]) -> float | None:
-    """When any of `stores` last received an ingest batch, or None if never."""
-    times = [t for s in stores for t in applied_batches(batches_dir, s).values()]
-    return max(times, default=None)
-
-
-def ledger_snapshot(batches_dir: Path, stores: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """store -> {batch_key: applied_at}: the ledger state a parity report runs on."""
-    return {store: applied_batches(batches_dir, store) for store in stores}

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.corpus.ledger import diff_hashes, expected_chunks
-from candlefire_pipeline.operations.indexing import apply_batch, ledger_snapshot
+from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks, snapshot
+from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
@@ -22,13 +22,10 @@ from candlefire_pipeline.parity.shadow_window import load_latest_window
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds, Settings
+from candlefire_pipeline.stores import CANDIDATE, GATED_STORES, ORACLE, REFERENCE
 
 log = logging.getLogger(__name__)
 
-#: The pair the gates compare and serving flips between; every other fed store (Settings.stores,
-#: e.g. qdrant) gets its own column against the oracle and never blocks the flip.
-REFERENCE, CANDIDATE, ORACLE = "chroma", "pgvector", "memory"
-GATED_STORES = (REFERENCE, CANDIDATE)
 LISTED_DIFF_IDS = 10  # chunk ids listed per kind in a report's ledger comparison
 
 
@@ -45,7 +42,7 @@ def build_oracle(
 ) -> MemoryBackend:
     """The exact oracle: the given batches (default: every batch applied to any store) in order."""
     if batch_keys is None:
-        ledger = ledger_snapshot(settings.batches_dir, settings.stores)
+        ledger = snapshot(settings.batches_dir, settings.stores)
         batch_keys = sorted({k for applied in ledger.values() for k in applied})
     oracle = MemoryBackend(substring_mode=settings.substring_mode)
     for key in sorted(batch_keys):
@@ -80,28 +77,20 @@ def open_stores(**resources) -> Iterator[OpenedStores]:
 
 
 @contextmanager
-def _closing(backend: VectorBackend) -> Iterator[VectorBackend]:
-    try:
-        yield backend
-    finally:
-        backend.close()
-
-
-@contextmanager
 def open_named_stores(settings: Settings) -> Iterator[OpenedStores]:
     """Every fed store (Settings.stores) opened from settings (the CLI's way); closes them all."""
     with ExitStack() as stack:
         opened = OpenedStores()
         for name in settings.stores:
-            _open_into(opened, stack, name, lambda n=name: _closing(open_backend(n, settings)))
+            _open_into(opened, stack, name, lambda n=name: opened_backend(n, settings))
         yield opened
 
 
 def _ledger_diff(expected: dict[str, str], backend: VectorBackend) -> dict:
-    diff = diff_hashes(expected, backend.chunk_hashes())
+    diff = diff_inventory(expected, backend.chunk_hashes())
     return {
-        **{kind: len(ids) for kind, ids in diff.items()},
-        **{f"{kind}_ids": ids[:LISTED_DIFF_IDS] for kind, ids in diff.items() if ids},
+        **diff.counts(),
+        **{f"{kind}_ids": ids[:LISTED_DIFF_IDS] for kind, ids in diff.as_dict().items() if ids},
     }
 
 
@@ -119,7 +108,7 @@ def run_report(
     stale instead of letting it look fresh.
     """
     started = datetime.now(UTC)
-    ledger = ledger_snapshot(settings.batches_dir, settings.stores)
+    ledger = snapshot(settings.batches_dir, settings.stores)
     keys = sorted({k for applied in ledger.values() for k in applied})
     queries = load_queries() if include_default_queries else []
     for extra in query_files:
@@ -157,7 +146,7 @@ def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult
     """THE evaluation of the gates: the report, the thresholds in settings, the ledger now and
     the latest shadow window (live evidence)."""
     try:
-        ledger_now = ledger_snapshot(settings.batches_dir, settings.stores)
+        ledger_now = snapshot(settings.batches_dir, settings.stores)
     except (OSError, ValueError, KeyError) as exc:
         log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
         ledger_now = None

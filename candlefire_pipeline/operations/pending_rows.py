@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_connect import connect
+from candlefire_pipeline.backends.pg.connect import connect
 from candlefire_pipeline.fsutil import write_atomic
 
 log = logging.getLogger(__name__)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from candlefire_pipeline.backends.factory import open_backend
+from contextlib import closing
+
+from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import ORACLE
 
 SERVING = "serving"  # follow the switch, exactly as the app does (operations/reader.py)
 
@@ -23,16 +26,14 @@ def run_query(
         with ServingReader(settings, embedder) as reader:
             retriever = reader.retriever()
             return reader.backend_name, retriever.retrieve(text, entities, terms)
-    if backend_name == "memory":
-        backend = build_oracle(settings, embedder)
+    if backend_name == ORACLE:  # rebuilt from the ledger, in this process
+        opened = closing(build_oracle(settings, embedder))
     else:
-        backend = open_backend(backend_name, settings)
-    try:
+        opened = opened_backend(backend_name, settings)
+    with opened as backend:
         reranker = load_reranker(settings.retrieval.reranker_model)
         retriever = Retriever(backend, embedder, settings.retrieval, reranker)
         return backend_name, retriever.retrieve(text, entity_names=entities, terms=terms)
-    finally:
-        backend.close()
 
 
 def format_retrieval(retrieval: Retrieval, terms: list[str]) -> str:

@@ -24,6 +24,7 @@ from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +118,11 @@ class ServingReader:
         override = self.settings.serving_override
         if override is None or override == state.backend:
             return state.backend
-        if override == "chroma":
+        if override == REFERENCE:
             log.warning(
                 "CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.backend
             )
-            return "chroma"
+            return REFERENCE
         report, gates = latest_evaluation(self.settings)
         names = failed(gates)
         if report is None or names:
@@ -132,7 +133,7 @@ class ServingReader:
             )
         log.warning("CANDLEFIRE_SERVING_BACKEND=pgvector overrides the switch (report %s)",
                     report.report_id)  # fmt: skip
-        return "pgvector"
+        return CANDIDATE
 
     def _close_backend(self) -> None:
         if self._backend is not None:

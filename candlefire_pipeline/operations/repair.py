@@ -19,13 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from candlefire_pipeline.backends.base import VectorBackend
-from candlefire_pipeline.corpus.ledger import live_papers
-from candlefire_pipeline.operations.indexing import (
-    applied_batches,
-    interrupted_batches,
-    read_store_rows,
-    resume_interrupted,
-)
+from candlefire_pipeline.corpus.ledger import StoreLedger, diff_inventory, live_papers
+from candlefire_pipeline.operations.indexing import read_store_rows, resume_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -83,21 +78,23 @@ class RepairReport:
 
 def plan_repair(backend: VectorBackend, batches_dir: Path) -> RepairPlan:
     """Compare the store with its ledger view; write nothing."""
-    interrupted = interrupted_batches(batches_dir, backend.name)
-    batches = sorted(set(applied_batches(batches_dir, backend.name)) | set(interrupted))
+    ledger = StoreLedger(batches_dir, backend.name)
+    interrupted = ledger.interrupted()
+    batches = sorted(set(ledger.applied()) | set(interrupted))
     live = live_papers(batches_dir, batches)
     held = backend.paper_chunks()
     expected = {cid: h for _, chunks in live.values() for cid, h in chunks.items()}
     actual = {cid: h for chunks in held.values() for cid, h in chunks.items()}
+    diff = diff_inventory(expected, actual)
     plan = RepairPlan(
         store=backend.name,
         batches=batches,
         interrupted=interrupted,
         expected_chunks=len(expected),
         store_chunks=len(actual),
-        missing=sorted(expected.keys() - actual.keys()),
-        stale=sorted(k for k in expected.keys() & actual.keys() if expected[k] != actual[k]),
-        orphaned=sorted(actual.keys() - expected.keys()),
+        missing=diff.missing,
+        stale=diff.stale,
+        orphaned=diff.orphaned,
         delete=sorted(held.keys() - live.keys()),
     )
     for pmid, (batch_key, chunks) in sorted(live.items()):

@@ -8,7 +8,6 @@ serving_backend asset, `candlefire rollback/promote`, the app-facing reader -- g
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import uuid
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.fsutil import file_lock, write_atomic
 from candlefire_pipeline.operations.serving_guards import (
     ALL_CLEAR,
     GATES_PASS,
@@ -179,14 +178,8 @@ def failing_after(state: ServingState, decision: Decision, evidence: Evidence) -
 @contextmanager
 def switch_lock(settings: Settings) -> Iterator[None]:
     """One writer of the switch (and its history queue) at a time, across processes."""
-    path = settings.serving_file.with_name(settings.serving_file.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(settings.serving_file.with_name(settings.serving_file.name + ".lock")):
+        yield
 
 
 def _current(settings: Settings, event: str) -> ServingState:

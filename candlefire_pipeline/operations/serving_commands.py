@@ -12,8 +12,8 @@ import logging
 import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
 from candlefire_pipeline.operations.parity import (
     evaluate_report,
     latest_evaluation,
@@ -33,6 +33,7 @@ from candlefire_pipeline.operations.serving import (
 )
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ def history_dsn(settings: Settings) -> str | None:
         return settings.pg_dsn
     try:
         return EmbeddedPostgres(settings.pg_data_dir).running_dsn()
-    except Exception as exc:  # noqa: BLE001 - an unreadable pid file must not stop a rollback
+    except Exception as exc:  # an unreadable pid file must not stop a rollback
         log.warning("embedded Postgres state unreadable (%s); history stays queued", exc)
         return None
 
@@ -112,11 +113,8 @@ def promote(
 
 
 def _check_pgvector(settings: Settings) -> None:
-    backend = open_backend("pgvector", settings)
-    try:
+    with opened_backend(CANDIDATE, settings) as backend:
         backend.count()
-    finally:
-        backend.close()
 
 
 def _run_and_write_report(settings: Settings, embedder):

@@ -20,18 +20,20 @@ from candlefire_pipeline.operations.pending_rows import (
     queue_entry,
 )
 from candlefire_pipeline.operations.pending_rows import flush as flush_queue
+from candlefire_pipeline.stores import SERVABLE_STORES
 
 __all__ = ["HistoryWrite", "flush", "history", "pending_entries", "queue_entry"]
 
 #: What became of the history entries (the queue's outcome, under the name the switch uses).
 HistoryWrite = QueueWrite
 
+_SERVABLE = ", ".join(f"'{name}'" for name in SERVABLE_STORES)
 HISTORY_TABLE = QueuedTable(
     name="serving_backend_history",
     ddl=(
-        """CREATE TABLE IF NOT EXISTS serving_backend_history (
+        f"""CREATE TABLE IF NOT EXISTS serving_backend_history (
             id          bigserial PRIMARY KEY,
-            backend     text NOT NULL CHECK (backend IN ('chroma', 'pgvector')),
+            backend     text NOT NULL CHECK (backend IN ({_SERVABLE})),
             report_id   text,
             reason      text NOT NULL,
             changed_at  timestamptz NOT NULL DEFAULT now()

@@ -7,7 +7,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from candlefire_pipeline.parity.gates import GateResult
+from candlefire_pipeline.parity.gate_result import GateResult
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE, SERVABLE_STORES
 
 # states ------------------------------------------------------------------------------------
 INITIAL = "chroma"  # never promoted: candle-fire serves from Chroma, as it does today
@@ -15,8 +16,7 @@ PROMOTED = "pgvector"  # promoted on a report that passed every gate
 #: still promoted, but a fresh window of evidence (a parity report, a shadow window) failed a gate
 DEGRADED = "pgvector_degraded"
 PINNED = "chroma_pinned"  # an operator (or the auto-rollback) rolled back: Chroma until `promote`
-BACKEND_OF = {INITIAL: "chroma", PROMOTED: "pgvector", DEGRADED: "pgvector", PINNED: "chroma"}
-BACKENDS = ("chroma", "pgvector")
+BACKEND_OF = {INITIAL: REFERENCE, PROMOTED: CANDIDATE, DEGRADED: CANDIDATE, PINNED: REFERENCE}
 #: Consecutive failing windows kept per source (the auto-rollback setting allows at most this).
 MAX_COUNTED_WINDOWS = 100
 
@@ -101,7 +101,7 @@ def read_state(path: Path) -> ServingState:
         data = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: the serving switch is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or data.get("backend") not in BACKENDS:
+    if not isinstance(data, dict) or data.get("backend") not in SERVABLE_STORES:
         raise ValueError(f"{path}: unknown serving backend {data.get('backend')!r}")
     state = data.get("state") or _legacy_state(data)
     if state not in BACKEND_OF or BACKEND_OF[state] != data["backend"]:
@@ -116,6 +116,6 @@ def read_state(path: Path) -> ServingState:
 def _legacy_state(data: dict) -> str:
     """A file from before the state machine: pgvector was a promotion; a recorded Chroma change
     was an operator's rollback, so it stays a pin."""
-    if data["backend"] == "pgvector":
+    if data["backend"] == CANDIDATE:
         return PROMOTED
     return PINNED if data.get("changed_at") else INITIAL

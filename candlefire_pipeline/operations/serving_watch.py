@@ -12,7 +12,6 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from candlefire_pipeline.operations.parity import CANDIDATE, REFERENCE
 from candlefire_pipeline.operations.serving import (
     CHANGED,
     WINDOW_FAILED,
@@ -33,6 +32,7 @@ from candlefire_pipeline.parity.gates import GateResult
 from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES, agreement, judged_floor
 from candlefire_pipeline.parity.shadow_window import ShadowWindow
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,10 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.operations.shadow_link import WorkerLink
 from candlefire_pipeline.retrieval.retriever import Retrieval
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import QDRANT, SERVABLE_STORES
 
 log = logging.getLogger(__name__)
 
-#: The stores the serving switch can point at; each is the other's shadow.
-SERVABLE = ("chroma", "pgvector")
 #: Seconds before a dead worker is started again, and between two "dropping" warnings.
 RESTART_EVERY_S = 30.0
 WARN_EVERY_S = 60.0
@@ -54,7 +53,7 @@ def shadow_targets(settings: Settings, served: str) -> list[ShadowTarget]:
     """The fed stores that do not serve. Qdrant joins only as a server: its local mode is one
     process at a time, and a reader holding it would stall the ingest runs that write it."""
     names = [s for s in settings.stores if s != served]
-    names = [s for s in names if s in SERVABLE or (s == "qdrant" and settings.qdrant_url)]
+    names = [s for s in names if s in SERVABLE_STORES or (s == QDRANT and settings.qdrant_url)]
     return [ShadowTarget(name, name) for name in names]
 
 
@@ -140,7 +139,7 @@ class ShadowWorker:
         """Maybe replay this served request; never blocks, never raises. True if queued."""
         try:
             outcome = self._offer(served_store, query, entities, terms, answer, seconds)
-        except Exception as exc:  # noqa: BLE001 - a shadow read must never fail a served one
+        except Exception as exc:  # a shadow read must never fail a served one
             outcome = "errors"
             log.warning("shadow: replay not queued (%s: %s)", type(exc).__name__, exc)
         with self._lock:

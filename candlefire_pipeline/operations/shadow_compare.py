@@ -52,7 +52,7 @@ def compare_on_target(replayer, job: ShadowJob, target: ShadowTarget) -> ShadowR
         started = time.perf_counter()
         answer = retriever.retrieve(job.query, list(job.entities), list(job.terms))
         seconds = time.perf_counter() - started
-    except Exception as exc:  # noqa: BLE001 - any failure of the shadow read is its record
+    except Exception as exc:  # any failure of the shadow read is its record
         replayer.forget(target.name)
         record.error = _one_line(exc)
         return record
@@ -76,7 +76,7 @@ def _traced(replayer, job: ShadowJob, target: ShadowTarget, answer, seconds, kee
         ctx = _context(replayer, job.served_store, target)
         _, found = compare_runs(ctx, query, runs, times, TOP_K)
         traced = [vars(d).copy() for d in found]
-    except Exception as exc:  # noqa: BLE001 - the comparison stands without its causes
+    except Exception as exc:  # the comparison stands without its causes
         log.warning("shadow: tracing failed (%s)", _one_line(exc))
         traced = [{"kind": "other", "field": "trace", "detail": f"not traced: {_one_line(exc)}"}]
     if not keep:

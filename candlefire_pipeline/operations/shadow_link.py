@@ -47,7 +47,7 @@ def read_frame(fd: int, timeout: float | None = None):
     if timeout is not None and not select.select([fd], [], [], timeout)[0]:
         raise TimeoutError(f"nothing on the shadow pipe for {timeout:g} s")
     (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
-    return pickle.loads(_read_exactly(fd, size))  # noqa: S301 - our own child, our own pipe
+    return pickle.loads(_read_exactly(fd, size))  # our own child, our own pipe
 
 
 class WorkerLink:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from candlefire_pipeline.operations.parity import CANDIDATE, REFERENCE
 from candlefire_pipeline.operations.pending_rows import QueueWrite
 from candlefire_pipeline.operations.shadow_records import flush_records, read_records
 from candlefire_pipeline.parity.gate_result import GateResult
@@ -15,6 +14,7 @@ from candlefire_pipeline.parity.shadow_gates import shadow_gates
 from candlefire_pipeline.parity.shadow_report import write_window
 from candlefire_pipeline.parity.shadow_window import ShadowWindow, aggregate, load_latest_window
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,9 @@ older records are deleted from the table and dropped from the file (counted in t
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +18,8 @@ from pathlib import Path
 import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg_connect import connect
+from candlefire_pipeline.backends.pg.connect import connect
+from candlefire_pipeline.fsutil import file_lock
 from candlefire_pipeline.operations.pending_rows import (
     CONNECT_TIMEOUT,
     QueuedTable,
@@ -105,17 +103,9 @@ def query_hash(text: str, entities, terms) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-@contextmanager
-def pending_lock(pending_file: Path) -> Iterator[None]:
+def pending_lock(pending_file: Path):
     """One writer of the local file at a time, across processes (worker, asset, CLI)."""
-    path = Path(pending_file).with_name(Path(pending_file).name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return file_lock(Path(pending_file).with_name(Path(pending_file).name + ".lock"))
 
 
 def append_records(pending_file: Path, records: list[ShadowRecord]) -> None:

@@ -120,7 +120,7 @@ class Replayer:
         if retriever is not None:
             try:
                 retriever.backend.close()
-            except Exception:  # noqa: BLE001 - it is being thrown away
+            except Exception:  # it is being thrown away
                 pass
 
     def maybe_flush(self, force: bool = False) -> None:
@@ -134,7 +134,7 @@ class Replayer:
         try:
             flush_records(history_dsn(self.settings), self.settings.shadow_pending_file,
                           shadow.retention_days)  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - the records stay local; the loop goes on
+        except Exception as exc:  # the records stay local; the loop goes on
             log.warning("shadow: flush failed (%s); records stay local", type(exc).__name__)
 
     def close(self) -> None:

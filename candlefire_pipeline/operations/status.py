@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pg_server import resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.pg.server import resolve_dsn
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
 from candlefire_pipeline.parity.shadow_window import ShadowWindow, load_latest_window
 from candlefire_pipeline.settings import Settings, redact_dsn
+from candlefire_pipeline.stores import PGVECTOR, QDRANT
 
 
 @dataclass
@@ -37,10 +38,10 @@ class Status:
 
 
 def _where(settings: Settings, store: str) -> str:
-    if store == "pgvector":
+    if store == PGVECTOR:
         return redact_dsn(settings.pg_dsn)
-    if store == "qdrant":
-        from candlefire_pipeline.backends.qdrant_server import redact_url
+    if store == QDRANT:
+        from candlefire_pipeline.backends.qdrant.server import redact_url
 
         return redact_url(settings.qdrant_url) if settings.qdrant_url else str(settings.qdrant_path)
     if settings.chroma_host:
@@ -62,14 +63,11 @@ def collect_status(settings: Settings) -> Status:
         status.headline = report.headline()
     for store in settings.stores:
         try:
-            backend = open_backend(store, settings)
-            try:
+            with opened_backend(store, settings) as backend:
                 status.chunk_counts[store] = backend.count()
-                if store == "pgvector":  # Postgres answers: a good moment to replay history
+                if store == PGVECTOR:  # Postgres answers: a good moment to replay history
                     sync_history(settings, resolve_dsn(settings))
-            finally:
-                backend.close()
-        except Exception as exc:  # noqa: BLE001 - any failure means unreachable, said plainly
+        except Exception as exc:  # any failure means unreachable, said plainly
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
     status.pending_history = pending_entries(settings.serving_pending_file)
     return status

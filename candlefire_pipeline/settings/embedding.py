@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from candlefire_pipeline.settings.env import (
+    env_choice,
     env_int,
     env_positive_float,
     env_positive_int,
@@ -29,10 +30,7 @@ EMBED_PATHS = ("query", "bulk")
 
 
 def _runtime(name: str, default: str) -> str:
-    value = (env_str(name) or default).lower()
-    if value not in EMBED_RUNTIMES:
-        raise ValueError(f"{name} must be one of {sorted(EMBED_RUNTIMES)}, got {value!r}")
-    return value
+    return env_choice(name, default, sorted(EMBED_RUNTIMES))
 
 
 def embed_runtimes() -> dict[str, str]:
@@ -79,12 +77,7 @@ class RaySettings:
 
 def embed_executor() -> str:
     """CANDLEFIRE_EMBED_EXECUTOR: "in_process" (default) or "ray"."""
-    value = (env_str("CANDLEFIRE_EMBED_EXECUTOR", DEFAULT_EMBED_EXECUTOR) or "").lower()
-    if value not in EMBED_EXECUTORS:
-        raise ValueError(
-            f"CANDLEFIRE_EMBED_EXECUTOR must be one of {', '.join(EMBED_EXECUTORS)}, got {value!r}"
-        )
-    return value
+    return env_choice("CANDLEFIRE_EMBED_EXECUTOR", DEFAULT_EMBED_EXECUTOR, EMBED_EXECUTORS)
 
 
 def _ray_address() -> str | None:

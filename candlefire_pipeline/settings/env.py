@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 
 def env_str(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or default
+
+
+def check_choice(name: str, value: str, choices: Collection[str]) -> str:
+    """`value` when it is one of `choices`; else an error naming the setting and the choices."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def env_choice(name: str, default: str, choices: Collection[str]) -> str:
+    """A variable (case-insensitive) that must be one of `choices`; `default` when unset."""
+    return check_choice(name, (env_str(name) or default).lower(), choices)
 
 
 def env_int(name: str, default: int) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from candlefire_pipeline.settings.env import (
+    check_choice,
     env_float,
     env_int,
     env_positive_int,
@@ -66,8 +67,7 @@ class PgAnnSettings:
             ("CANDLEFIRE_PG_QUANTIZATION", self.quantization, PG_QUANTIZATIONS),
             ("CANDLEFIRE_HNSW_ITERATIVE_SCAN", self.iterative_scan, PG_ITERATIVE_SCANS),
         ):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+            check_choice(name, value, allowed)
         for name, value in (
             ("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor),
             ("CANDLEFIRE_HNSW_EF_SEARCH", self.ef_search),

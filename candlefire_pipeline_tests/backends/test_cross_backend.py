@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter
-from candlefire_pipeline.backends.factory import STORE_NAMES
+from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests.fixtures_backends import (
     BACKEND_NAMES,
     chunk,

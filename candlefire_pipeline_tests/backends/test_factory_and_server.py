@@ -9,12 +9,13 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends import factory
+from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres, resolve_dsn
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.backends.qdrant import QdrantBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 
@@ -81,7 +82,7 @@ def test_embedded_server_is_reused_across_processes_and_stoppable(pg_dir):
     dsn = server.dsn
     pid = server.pid
     code = (
-        "from pathlib import Path; from candlefire_pipeline.backends.pg_server import "
+        "from pathlib import Path; from candlefire_pipeline.backends.pg.server import "
         f"EmbeddedPostgres as E; s = E(Path({str(pg_dir)!r})); print(s.dsn, s.pid)"
     )
     out = subprocess.run(
@@ -96,3 +97,27 @@ def test_embedded_server_is_reused_across_processes_and_stoppable(pg_dir):
         psycopg.connect(dsn, connect_timeout=3)
     assert EmbeddedPostgres(pg_dir).dsn  # starts again on demand
     EmbeddedPostgres(pg_dir).stop()
+
+
+def test_opened_backend_closes_the_store_when_the_block_ends_or_raises(tmp_path, monkeypatch):
+    opened = []
+
+    class Store:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    def fake_open(name, settings):
+        opened.append(Store())
+        return opened[-1]
+
+    monkeypatch.setattr(factory, "open_backend", fake_open)
+    settings = Settings.from_env().with_data_dir(tmp_path)
+    with factory.opened_backend("chroma", settings) as store:
+        assert not store.closed
+    assert store.closed
+    with pytest.raises(RuntimeError, match="boom"):
+        with factory.opened_backend("memory", settings):
+            raise RuntimeError("boom")
+    assert [s.closed for s in opened] == [True, True]

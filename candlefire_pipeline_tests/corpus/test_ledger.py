@@ -1,11 +1,18 @@
-"""Which paper version is current across batch directories."""
+"""The ledger: which paper version is current, what each store applied, inventory diffs."""
 
 from __future__ import annotations
 
 import pyarrow.parquet as pq
+import pytest
 
 from candlefire_pipeline.corpus.drops import write_chunks, write_papers
-from candlefire_pipeline.corpus.ledger import expected_chunks, superseded_pmids
+from candlefire_pipeline.corpus.ledger import (
+    StoreLedger,
+    diff_inventory,
+    expected_chunks,
+    snapshot,
+    superseded_pmids,
+)
 from candlefire_pipeline_tests.corpus.bad_inputs import article, line, rec, xml_set
 
 
@@ -97,3 +104,53 @@ def test_superseded_pmids_by_a_marker_sees_only_batches_holding_it(tmp_path):
     (batches / "b2.jsonl" / marker).write_text("{}")
     assert superseded_pmids(batches, "b1.jsonl", ["1", "2"], marker=marker) == {"1", "2"}
     assert superseded_pmids(batches, "b2.jsonl", ["1", "2"], marker=marker) == {"2"}
+
+
+@pytest.mark.parametrize(
+    ("expected", "held", "missing", "orphaned", "stale"),
+    [
+        ({}, {}, [], [], []),  # vacuous: nothing expected, nothing held
+        ({"a": "1", "b": "2"}, {"a": "1", "b": "2"}, [], [], []),
+        ({"a": "1", "b": "2"}, {}, ["a", "b"], [], []),
+        ({}, {"x": "9"}, [], ["x"], []),
+        ({"b": "2", "a": "1", "c": "3"}, {"a": "1", "c": "old", "z": "0"}, ["b"], ["z"], ["c"]),
+    ],
+)
+def test_diff_inventory_names_missing_orphaned_and_stale_chunks(
+    expected, held, missing, orphaned, stale
+):
+    diff = diff_inventory(expected, held)
+    assert (diff.missing, diff.orphaned, diff.stale) == (missing, orphaned, stale)
+    assert diff.clean == (not (missing or orphaned or stale))
+    assert diff.counts() == {"missing": len(missing), "orphaned": len(orphaned),
+                             "stale": len(stale)}  # fmt: skip
+    assert list(diff.as_dict()) == ["missing", "orphaned", "stale"]
+
+
+def test_a_store_ledger_records_intents_and_applies_per_store(tmp_path):
+    add_batch(tmp_path, "b1.jsonl", jsonl(rec("1"), rec("2")))
+    add_batch(tmp_path, "b2.jsonl", jsonl(rec("1", title="newer")))
+    batches = tmp_path / "batches"
+    pg, chroma = StoreLedger(batches, "pgvector"), StoreLedger(batches, "chroma")
+    assert (pg.applied(), pg.interrupted(), pg.expected_chunks()) == ({}, [], {})  # vacuous
+    assert snapshot(batches, ("pgvector", "chroma")) == {"pgvector": {}, "chroma": {}}
+
+    pg.begin("b2.jsonl", {"batch_key": "b2.jsonl"})
+    assert pg.interrupted() == ["b2.jsonl"] and chroma.interrupted() == []
+    assert pg.superseded("b1.jsonl", ["1", "2"]) == set()  # an intent is not an apply
+    pg.finish("b2.jsonl", {"applied_at": 2.0})
+    pg.finish("b1.jsonl", {"applied_at": 3.0})
+    assert pg.interrupted() == [] and pg.applied() == {"b1.jsonl": 3.0, "b2.jsonl": 2.0}
+    assert pg.superseded("b1.jsonl", ["1", "2"]) == {"1"}
+    assert chroma.superseded("b1.jsonl", ["1", "2"]) == set()  # chroma applied nothing
+    assert pg.expected_chunks() == expected_chunks(batches)
+    assert snapshot(batches, ("pgvector", "chroma")) == {
+        "pgvector": {"b1.jsonl": 3.0, "b2.jsonl": 2.0},
+        "chroma": {},
+    }
+    assert (batches / "b2.jsonl" / "applied-pgvector.json").is_file()  # the on-disk contract
+
+
+def test_a_store_ledger_over_a_missing_batches_dir_is_empty(tmp_path):
+    ledger = StoreLedger(tmp_path / "nothing", "qdrant")
+    assert (ledger.applied(), ledger.interrupted(), ledger.expected_chunks()) == ({}, [], {})

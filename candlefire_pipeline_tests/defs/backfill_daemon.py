@@ -14,9 +14,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.defs.store_policies import STORE_POOLS
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.ui.dagster_dev import DagsterDev, running_dagster_dev
 

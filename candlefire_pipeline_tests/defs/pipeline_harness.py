@@ -7,7 +7,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
 from candlefire_pipeline.defs.ingest_assets import chunks, embeddings, papers
 from candlefire_pipeline.defs.parity_assets import parity_report, serving_backend
 from candlefire_pipeline.defs.parity_checks import parity_checks
@@ -16,6 +15,7 @@ from candlefire_pipeline.defs.resources import PgVectorResource, build_resources
 from candlefire_pipeline.defs.store_assets import store_assets
 from candlefire_pipeline.defs.store_checks import build_store_checks
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import STORE_NAMES
 
 #: Every known store, whatever CANDLEFIRE_STORES says: the tests always cover all of them.
 INGEST = [papers, chunks, embeddings, *store_assets(STORE_NAMES), *build_store_checks(STORE_NAMES)]

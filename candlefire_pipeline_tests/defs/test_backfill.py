@@ -6,10 +6,9 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from candlefire_pipeline.backends.factory import STORE_NAMES
-from candlefire_pipeline.corpus.ledger import expected_chunks
+from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
 from candlefire_pipeline.defs.partitions import ingest_batches
-from candlefire_pipeline.operations.indexing import applied_batches
+from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.backfill_daemon import (
     RANGE_END,
@@ -58,7 +57,7 @@ def test_range_runs_newest_first_converge_to_one_by_one(tmp_path, monkeypatch, p
             assert checks and all(checks.values()), checks
 
     assert store_hashes(settings) == {name: one_by_one for name in STORE_NAMES}
-    applied = applied_batches(settings.batches_dir, "pgvector")
+    applied = StoreLedger(settings.batches_dir, "pgvector").applied()
     assert sorted(applied, key=applied.get)[:PER_RUN] == keys[-PER_RUN:]  # newest went first
 
 
@@ -70,7 +69,7 @@ def test_a_range_run_handles_its_batches_in_file_name_order(tmp_path, monkeypatc
         instance.add_dynamic_partitions(ingest_batches.name, keys[::-1])
         result = Pipeline(instance).ingest_range(keys[-1], keys[0])
     assert result.success
-    applied = applied_batches(settings.batches_dir, "chroma")
+    applied = StoreLedger(settings.batches_dir, "chroma").applied()
     assert sorted(applied, key=applied.get) == keys
     assert store_hashes(settings)["chroma"] == expected_chunks(settings.batches_dir)
 
@@ -89,7 +88,7 @@ def test_backfills_through_the_daemon_queue_and_pools_converge(pg_dsn, one_by_on
             daemon.wait_done(dev, [newer, older])
         runs = daemon.runs(newer) + daemon.runs(older)
         hashes = daemon.store_hashes()
-        applied = applied_batches(root / "data" / "batches", "pgvector")
+        applied = StoreLedger(root / "data" / "batches", "pgvector").applied()
         enqueued = [daemon.enqueued(r.dagster_run.run_id) for r in runs]
 
     assert [r.dagster_run.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * len(runs)

@@ -24,7 +24,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         try:
             body, status = self.fake(f"http://127.0.0.1{self.path}"), 200
-        except Exception as exc:  # noqa: BLE001 - a scripted HTTPError becomes its status
+        except Exception as exc:  # a scripted HTTPError becomes its status
             body, status = exc.read(), exc.code
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))

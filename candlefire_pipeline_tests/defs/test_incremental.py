@@ -5,10 +5,11 @@ import json
 import dagster as dg
 import pyarrow.parquet as pq
 
-from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.corpus.schema import PAPER_SCHEMA
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, metadata, pipeline_env
 
 PAPER_FIELDS = [f.name for f in PAPER_SCHEMA if f.name not in ("record_no", "paper_hash")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline_tests import procs
 
 CHROMA = Path(sys.executable).with_name("chroma")

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.settings import REPO_ROOT
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.deploy.conftest import standalone_postgres

@@ -21,7 +21,7 @@ import pytest
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.qdrant import QdrantBackend
+from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.defs.resources import build_resources

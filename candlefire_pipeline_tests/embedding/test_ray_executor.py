@@ -87,7 +87,7 @@ def test_an_actor_killed_mid_batch_is_retried_without_lost_or_duplicated_rows(
     def run() -> None:
         try:
             outcome["summary"] = write_embeddings(chunks, tmp_path / "e.parquet", ray_minilm, cache)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:  # reported by the assertion below
             outcome["error"] = exc
 
     worker = threading.Thread(target=run)

@@ -7,13 +7,8 @@ import logging
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from candlefire_pipeline.corpus.ledger import expected_chunks
-from candlefire_pipeline.operations.indexing import (
-    applied_batches,
-    apply_batch,
-    interrupted_batches,
-    read_store_rows,
-)
+from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
+from candlefire_pipeline.operations.indexing import apply_batch, read_store_rows
 from candlefire_pipeline_tests.operations.batches import EMBEDDER, apply, paper, write_batch
 
 
@@ -31,7 +26,7 @@ def test_a_complete_apply_is_recorded_and_leaves_no_intent(backend, tmp_path):
     write_batch(batches, "b1", [paper("1"), paper("2", sections=2)])
     summary = apply(backend, batches, "b1")
     assert (summary.papers_replaced, summary.rows_written, summary.resumed) == (2, 4, ())
-    assert list(applied_batches(batches, backend.name)) == ["b1"]
+    assert list(StoreLedger(batches, backend.name).applied()) == ["b1"]
     assert not intent(batches, "b1", backend.name).exists()
     again = apply(backend, batches, "b1")  # every paper up to date: nothing written
     assert (again.papers_unchanged, again.rows_written) == (2, 0)
@@ -72,8 +67,8 @@ def test_the_next_apply_of_another_batch_finishes_an_interrupted_one(backend, tm
     write_batch(batches, "b3", [paper("5")])
     summary = apply(backend, batches, "b3")
     assert summary.resumed == ("b2",)
-    assert interrupted_batches(batches, backend.name) == []
-    assert sorted(applied_batches(batches, backend.name)) == ["b1", "b2", "b3"]
+    assert StoreLedger(batches, backend.name).interrupted() == []
+    assert sorted(StoreLedger(batches, backend.name).applied()) == ["b1", "b2", "b3"]
     assert backend.chunk_hashes() == expected_chunks(batches)
 
 
@@ -86,7 +81,7 @@ def test_a_batch_that_cannot_be_resumed_stays_marked_and_does_not_block(backend,
     with caplog.at_level(logging.WARNING):
         summary = apply(backend, batches, "b2")
     assert summary.resumed == () and summary.papers_replaced == 1
-    assert interrupted_batches(batches, backend.name) == ["b1"]
+    assert StoreLedger(batches, backend.name).interrupted() == ["b1"]
     assert "batch b1 cannot be re-applied now" in caplog.text
 
 
@@ -98,6 +93,6 @@ def test_an_untracked_apply_writes_no_markers_and_resumes_nothing(backend, tmp_p
     summary = apply_batch(
         backend, batches, "b2", EMBEDDER.model_id, EMBEDDER.dim, record_applied=False
     )
-    assert summary.resumed == () and applied_batches(batches, backend.name) == {}
-    assert interrupted_batches(batches, backend.name) == ["b1"]
+    assert summary.resumed == () and StoreLedger(batches, backend.name).applied() == {}
+    assert StoreLedger(batches, backend.name).interrupted() == ["b1"]
     assert not intent(batches, "b2", backend.name).exists()

@@ -11,8 +11,9 @@ import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
+from candlefire_pipeline.corpus.ledger import StoreLedger
 from candlefire_pipeline.embedding import load_embedder
-from candlefire_pipeline.operations.indexing import applied_batches, apply_batch
+from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.operations.parity import (
     evaluate_report,
     latest_evaluation,
@@ -69,7 +70,9 @@ def test_a_batch_applied_during_the_parity_run_never_flips(staged, pg_dsn, capsy
         running = {**stores, "pgvector": ApplyDuringRun(stores["pgvector"], apply_next_batch)}
         report = run_report(settings, embedder, running)
     report.write(settings.reports_dir)
-    applied_at = [applied_batches(settings.batches_dir, s)[batch] for s in ("pgvector", "chroma")]
+    applied_at = [
+        StoreLedger(settings.batches_dir, s).applied()[batch] for s in ("pgvector", "chroma")
+    ]
     started, created = (
         datetime.fromisoformat(t).timestamp() for t in (report.started_at, report.created_at)
     )

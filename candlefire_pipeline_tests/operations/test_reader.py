@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.serving_commands import promote, rollback

@@ -8,12 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from candlefire_pipeline.corpus.ledger import expected_chunks
-from candlefire_pipeline.operations.indexing import (
-    applied_batches,
-    interrupted_batches,
-    read_store_rows,
-)
+from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
+from candlefire_pipeline.operations.indexing import read_store_rows
 from candlefire_pipeline.operations.repair import (
     RepairRefusedError,
     format_repair,
@@ -56,7 +52,7 @@ def foreign_rows(chunks: list[dict]) -> pa.Table:
 
 
 def current(batches, backend) -> dict[str, str]:
-    return expected_chunks(batches, applied_batches(batches, backend.name))
+    return expected_chunks(batches, StoreLedger(batches, backend.name).applied())
 
 
 def test_empty_ledger_and_empty_store_is_clean(backend, tmp_path):
@@ -155,8 +151,8 @@ def test_interrupted_batch_is_reported_then_finished(backend, tmp_path):
 
     report = repair_store(backend, ledger, apply=True)
     assert report.resumed == ["b2"] and report.converged
-    assert interrupted_batches(ledger, backend.name) == []
-    assert sorted(applied_batches(ledger, backend.name)) == ["b1", "b2"]
+    assert StoreLedger(ledger, backend.name).interrupted() == []
+    assert sorted(StoreLedger(ledger, backend.name).applied()) == ["b1", "b2"]
     assert backend.chunk_hashes() == expected_chunks(ledger)
 
 

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.serving import (
     PINNED,

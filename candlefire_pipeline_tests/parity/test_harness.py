@@ -98,7 +98,7 @@ def test_chunk_deleted_behind_pgvectors_back_is_a_missing_chunk(make_backend, de
 
 class TrigramFloor:
     """A store whose substring search ignores variants under 3 characters, the way Chroma's
-    trigram-indexed $contains is documented to (chromadb 1.5.9 does not: see backends/chroma)."""
+    trigram-indexed $contains is documented to (chromadb 1.5.9 does not: see backends/chroma/)."""
 
     def __init__(self, store) -> None:
         self._store, self.name = store, store.name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 
 

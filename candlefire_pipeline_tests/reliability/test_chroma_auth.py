@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.backends.chroma_client import ChromaServerAccess
+from candlefire_pipeline.backends.chroma.client import ChromaServerAccess
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.cli import main as candlefire

@@ -12,11 +12,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.cli import main as candlefire
-from candlefire_pipeline.corpus.ledger import expected_chunks
-from candlefire_pipeline.operations.indexing import applied_batches, interrupted_batches
+from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
 from candlefire_pipeline_tests.operations.batches import apply, paper, write_batch
 from candlefire_pipeline_tests.reliability.helpers import ChromaServer
 
@@ -90,8 +89,8 @@ def crash_b2(server, batches, monkeypatch, write_b2, method, call, after) -> Chr
     assert faulty.calls == call + after  # killed after call n: call n + 1 is the one refused
     server.start()  # same path, same port: the client object reconnects
     monkeypatch.setattr(chroma, "_collection", faulty._collection)
-    assert interrupted_batches(batches, "chroma") == ["b2"]
-    assert "b2" not in applied_batches(batches, "chroma")
+    assert StoreLedger(batches, "chroma").interrupted() == ["b2"]
+    assert "b2" not in StoreLedger(batches, "chroma").applied()
     assert chroma.chunk_hashes() != expected_chunks(batches)  # the cut left a gap
     return chroma
 
@@ -107,8 +106,8 @@ def test_next_apply_of_another_batch_converges(
     write_batch(batches, "b3", [paper("900")])
     summary = apply(chroma, batches, "b3")
     assert summary.resumed == ("b2",)
-    assert interrupted_batches(batches, "chroma") == []
-    assert sorted(applied_batches(batches, "chroma")) == ["b1", "b2", "b3"]
+    assert StoreLedger(batches, "chroma").interrupted() == []
+    assert sorted(StoreLedger(batches, "chroma").applied()) == ["b1", "b2", "b3"]
     assert chroma.chunk_hashes() == expected_chunks(batches)
     chroma.close()
 

@@ -6,8 +6,9 @@ import httpx
 import pytest
 
 from candlefire_pipeline.backends.factory import build_backend
+from candlefire_pipeline.corpus.ledger import diff_inventory
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
-from candlefire_pipeline.defs.store_checks import diff_hashes, stores_agree
+from candlefire_pipeline.defs.store_checks import stores_agree
 from candlefire_pipeline_tests.reliability.helpers import (
     ChromaServer,
     expected_hashes,
@@ -81,10 +82,10 @@ def test_chroma_killed_mid_upsert_is_caught_by_the_hash_check_and_rerun_converge
     chroma_server.start()  # same path, same port: the client object reconnects
     monkeypatch.setattr(chroma, "_collection", faulty._collection)
     held = chroma.chunk_hashes()
-    gap = diff_hashes(expected_hashes(v2), held)
+    gap = diff_inventory(expected_hashes(v2), held).as_dict()
     assert len(gap["missing"]) == v2.num_rows - SLICE  # the slices never sent
     assert set(gap["orphaned"]) == set(pmids)  # v1's bare-pmid chunks were never deleted
-    assert gap == diff_hashes(pg.chunk_hashes(), held)
+    assert gap == diff_inventory(pg.chunk_hashes(), held).as_dict()
     check = _stores_agree(pg, chroma_server)
     assert not check.passed  # the blocking check that gates the flip catches it
     assert (check.metadata["missing"].value, check.metadata["orphaned"].value) == (

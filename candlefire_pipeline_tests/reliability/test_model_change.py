@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
-from candlefire_pipeline.backends.factory import STORE_NAMES, open_backend
+from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, materialized, pipeline_env
 from candlefire_pipeline_tests.reliability.helpers import paper_rows
 

@@ -11,8 +11,8 @@ import psycopg
 from pgserver import pg_ctl
 
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline_tests.reliability.helpers import (
     WAIT_LIMIT_S,
     expected_hashes,
@@ -58,7 +58,7 @@ def _replace_in_thread(store: PgVectorBackend, rows) -> tuple[threading.Thread, 
     def run() -> None:
         try:
             outcome.append(store.replace_papers(rows))
-        except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
+        except Exception as exc:  # the test inspects whatever was raised
             outcome.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)

@@ -17,15 +17,15 @@ import pytest
 
 from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.settings import PgAnnSettings
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import AnnParams
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline_tests.reliability.helpers import WAIT_LIMIT_S, expected_hashes, paper_rows
 
 TABLE = "first_build"
 LAYOUTS = {
-    "vector": PgAnnSettings(),
-    "halfvec-binary": PgAnnSettings(vector_type="halfvec", quantization="binary"),
+    "vector": AnnParams(),
+    "halfvec-binary": AnnParams(vector_type="halfvec", quantization="binary"),
 }
 
 
@@ -134,5 +134,5 @@ def test_kill_9_during_a_first_build_converges_on_the_next_run(own_pg, schema_fi
 def _try(call, *args):
     try:
         return call(*args)
-    except Exception as exc:  # noqa: BLE001 - the test inspects whatever was raised
+    except Exception as exc:  # the test inspects whatever was raised
         return exc

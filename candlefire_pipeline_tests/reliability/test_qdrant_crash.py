@@ -20,11 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from candlefire_pipeline.backends import qdrant
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.corpus.ledger import expected_chunks
+from candlefire_pipeline.backends.qdrant import backend as qdrant
+from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, DELETED_SCHEMA, embedding_schema
-from candlefire_pipeline.operations.indexing import apply_batch, interrupted_batches
+from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.reliability.helpers import paper_rows, wait_for
 
@@ -132,11 +132,11 @@ def test_a_crash_before_any_write_converges_on_the_next_apply(tmp_path, monkeypa
         with pytest.raises(Crash):
             apply(path, batches, "b2", crash_at=at)
         assert holdings(path)[0] != expected_chunks(batches, ["b1", "b2"]), at  # cut midway
-        assert interrupted_batches(batches, "qdrant") == ["b2"], at
+        assert StoreLedger(batches, "qdrant").interrupted() == ["b2"], at
         _, resumed = apply(path, batches, "b3")  # the next batch finishes the cut one first
         assert resumed == ("b2",), at
         assert holdings(path) == (expected, final_papers), at
-        assert interrupted_batches(batches, "qdrant") == [], at
+        assert StoreLedger(batches, "qdrant").interrupted() == [], at
 
 
 WRITER = (
@@ -179,6 +179,6 @@ def test_sigkill_in_the_middle_of_an_upsert_converges(tmp_path):
     mixed = [p for p, held in store.paper_chunks().items() if p in held and f"{p}_s0" in held]
     store.close()
     assert mixed  # papers holding old and new chunks side by side: what the next apply rewrites
-    assert interrupted_batches(batches, "qdrant") == ["b2"]
+    assert StoreLedger(batches, "qdrant").interrupted() == ["b2"]
     apply(path, batches, "b2")
     assert holdings(path) == (expected_chunks(batches), {p: f"v2-{p}" for p in pmids})

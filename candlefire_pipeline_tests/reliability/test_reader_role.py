@@ -11,8 +11,8 @@ from psycopg.conninfo import make_conninfo
 
 from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
 from candlefire_pipeline.backends.factory import build_backend
-from candlefire_pipeline.backends.pg_roles import ensure_reader_role
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.roles import ensure_reader_role
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.operations.serving import ROLLBACK, transition
 from candlefire_pipeline.operations.serving_history import history

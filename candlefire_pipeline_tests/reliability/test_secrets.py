@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline_tests import procs

@@ -65,7 +65,7 @@ class TokenProxyHandler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _forward
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args) -> None:  # the stdlib's name
         # the request line and status only: headers (the token) are never written
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
 

@@ -6,10 +6,11 @@ import itertools
 
 import pytest
 
-from candlefire_pipeline.backends.factory import BACKEND_NAMES, build_backend
+from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.retrieval import Retriever
 from candlefire_pipeline.retrieval.ties import tie_groups
+from candlefire_pipeline.stores import BACKEND_NAMES
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
 
 DRUGS = ("riluzole", "edaravone", "tofersen", "SPG302", "masitinib", "ibudilast")

@@ -176,7 +176,7 @@ class HeadlessChromium:
         if self._ws is not None:
             try:
                 self._call("Browser.close")
-            except Exception:  # noqa: BLE001 - the process group is stopped below regardless
+            except Exception:  # the process group is stopped below regardless
                 pass
             self._ws.close()
             self._ws = None

@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from candlefire_pipeline.backends.pg_server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.operations.serving import read_state
 from candlefire_pipeline.settings import REPO_ROOT
 from candlefire_pipeline_tests import procs

@@ -124,6 +124,6 @@ class EutilsClient:
     def _body_excerpt(self, exc: urllib.error.HTTPError) -> str:
         try:
             body = exc.read()[:200].decode("utf-8", errors="replace").strip()
-        except Exception:  # noqa: BLE001 - the body is only decoration for the message
+        except Exception:  # the body is only decoration for the message
             return ""
         return f" ({redact(body, self._api_key)})" if body else ""

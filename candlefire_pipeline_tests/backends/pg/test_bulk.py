@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from candlefire_pipeline.backends import pg_bulk
-from candlefire_pipeline.backends.pg_bulk import BUILD_MEMORY_MAX_MB, build_memory_mb, prefetched
-from candlefire_pipeline.settings import PgAnnSettings
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg.bulk import BUILD_MEMORY_MAX_MB, build_memory_mb, prefetched
+from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_vectors
 
 
@@ -79,7 +79,7 @@ def stored_vectors(store, n: int) -> np.ndarray:
 @pytest.mark.parametrize("vector_type", ["vector", "halfvec"])
 @pytest.mark.parametrize("bulk", [False, True], ids=["incremental", "first-build"])
 def test_copy_stores_each_vector_exactly_in_its_type(make_backend, vector_type, bulk):
-    ann = PgAnnSettings(vector_type=vector_type)
+    ann = AnnParams(vector_type=vector_type)
     store = make_backend("pgvector", ann=ann, bulk_rebuild_rows=100 if bulk else 100_000)
     n = 2_500  # several COPY slices
     ids = [f"{i:05d}" for i in range(n)]
@@ -125,7 +125,7 @@ def test_build_memory_is_sized_to_the_graph(rows, dim, indexed, expected):
 def test_a_graph_spilling_out_of_memory_is_logged(make_backend, monkeypatch, caplog):
     monkeypatch.setattr(pg_bulk, "build_memory_mb", lambda rows, dim, indexed: 1)
     store = make_backend("pgvector", bulk_rebuild_rows=100)
-    with caplog.at_level(logging.WARNING, logger="candlefire_pipeline.backends.pg_connect"):
+    with caplog.at_level(logging.WARNING, logger="candlefire_pipeline.backends.pg.connect"):
         store.replace_papers(
             make_rows([chunk(str(i)) for i in range(3_000)], unit_vectors(3_000, 8))
         )

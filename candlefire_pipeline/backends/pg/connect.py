@@ -10,7 +10,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.settings import redact_dsn
+from candlefire_pipeline.redact import redact_dsn
 
 log = logging.getLogger(__name__)
 

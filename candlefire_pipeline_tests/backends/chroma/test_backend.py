@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from candlefire_pipeline.backends import chroma as chroma_module
-from candlefire_pipeline.backends.chroma import ChromaBackend
+from candlefire_pipeline.backends.chroma import backend as chroma_module
+from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_vectors
 
 DIM = 4

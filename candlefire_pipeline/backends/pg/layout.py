@@ -15,12 +15,30 @@ import psycopg
 from psycopg import sql
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
-from candlefire_pipeline.settings import PgAnnSettings
 
 log = logging.getLogger(__name__)
 
 #: pgvector's hnsw.ef_search ceiling.
 MAX_EF_SEARCH = 1000
+
+
+@dataclass(frozen=True)
+class AnnParams:
+    """How the store keeps and searches its vectors; the app validates and maps its settings.
+
+    vector_type: "vector" | "halfvec"; quantization: "none" | "binary" (HNSW over
+    binary_quantize(), then n x rerank_factor candidates re-ranked by exact cosine); ef_search /
+    ef_search_entities: hnsw.ef_search of the semantic stage and of the entity fan-out;
+    iterative_scan: "off" | "relaxed_order" | "strict_order" (pgvector >= 0.8).
+    """
+
+    vector_type: str = "vector"
+    quantization: str = "none"
+    rerank_factor: int = 10
+    ef_search: int = 200
+    ef_search_entities: int = 40
+    iterative_scan: str = "relaxed_order"
+    max_scan_tuples: int = 20_000
 
 
 class StoreLayoutError(DimensionMismatchError):
@@ -35,7 +53,7 @@ class Layout:
     quantization: str = "none"
 
     @classmethod
-    def of(cls, ann: PgAnnSettings) -> Layout:
+    def of(cls, ann: AnnParams) -> Layout:
         return cls(ann.vector_type, ann.quantization)
 
     def column_type(self, dim: int) -> sql.Composable:
@@ -133,7 +151,7 @@ class StageEffort:
         }
 
 
-def stage_effort(ann: PgAnnSettings, stage: str, candidates: int) -> StageEffort:
+def stage_effort(ann: AnnParams, stage: str, candidates: int) -> StageEffort:
     """The effort of a stage; a walk for `candidates` rows explores at least that many."""
     ef = ann.ef_search_entities if stage == "entities" else ann.ef_search
     return StageEffort(min(MAX_EF_SEARCH, max(ef, candidates)), ann.iterative_scan,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import open_backend, pg_ann_params
 from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 ENV = {
@@ -65,7 +65,8 @@ def test_the_factory_opens_the_configured_layout(tmp_path, pg_dsn):
     settings = replace(base, pg_dsn=pg_dsn, pg_table="ann_factory", pg_ann=ann)
     store = open_backend("pgvector", settings)
     try:
-        assert store.ann == ann
+        assert store.ann == pg_ann_params(settings)
+        assert (store.ann.vector_type, store.ann.ef_search_entities) == ("halfvec", 25)
         store.ensure_schema("test", 4)
         assert store.stored_layout().vector_type == "halfvec"
     finally:

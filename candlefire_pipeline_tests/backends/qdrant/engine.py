@@ -14,8 +14,8 @@ from pathlib import Path
 import qdrant_edge as edge
 from qdrant_client import models
 
-from candlefire_pipeline.backends.qdrant_filters import PAYLOAD_INDEXES
-from candlefire_pipeline.backends.qdrant_points import point_id
+from candlefire_pipeline.backends.qdrant.filters import PAYLOAD_INDEXES
+from candlefire_pipeline.backends.qdrant.points import point_id
 
 _SCHEMAS = {
     models.PayloadSchemaType.KEYWORD: edge.PayloadSchemaType.Keyword,

@@ -17,9 +17,9 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import RowProgress
-from candlefire_pipeline.backends.pg_copy import HEADER, TRAILER, copy_slices
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.copy import HEADER, TRAILER, copy_slices
 
 T = TypeVar("T")
 _DONE = object()
@@ -78,7 +78,7 @@ def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
                 if stop.is_set():
                     return
                 ahead.put(item)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+        except BaseException as exc:  # handed to the consumer, raised there
             ahead.put(exc)
             return
         ahead.put(_DONE)

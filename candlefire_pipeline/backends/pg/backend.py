@@ -11,17 +11,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from psycopg import sql
 
-from candlefire_pipeline.backends import common, pg_bulk, pg_sql
+from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
-from candlefire_pipeline.backends.pg_connect import open_connection
-from candlefire_pipeline.backends.pg_layout import (
+from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.connect import open_connection
+from candlefire_pipeline.backends.pg.layout import (
+    AnnParams,
     Layout,
     SessionSettings,
     check_layout,
     stage_effort,
     stored_layout,
 )
-from candlefire_pipeline.settings import PgAnnSettings, Settings, redact_dsn
+from candlefire_pipeline.redact import redact_dsn
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +40,17 @@ class PgVectorBackend:
     def __init__(
         self,
         dsn: str,
-        table: str = Settings.pg_table,
-        substring_mode: str = Settings.substring_mode,
-        hnsw_m: int = Settings.hnsw_m,
-        hnsw_ef_construction: int = Settings.hnsw_ef_construction,
-        ann: PgAnnSettings | None = None,
+        table: str = "chunks",
+        substring_mode: str = "like",
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        ann: AnnParams | None = None,
         bulk_rebuild_rows: int = BULK_REBUILD_ROWS,
     ) -> None:
         self.names = pg_sql.Names(table)
         self.substring_mode = common.check_substring_mode(substring_mode)
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
-        self.ann = ann or PgAnnSettings()
+        self.ann = ann or AnnParams()
         self.layout = Layout.of(self.ann)
         self.bulk_rebuild_rows = bulk_rebuild_rows
         self._dsn = dsn

@@ -65,7 +65,7 @@ def open_client(path: Path | None, server: ChromaServerAccess | None):
         Path(path).mkdir(parents=True, exist_ok=True)
         try:
             return chromadb.PersistentClient(path=str(path), settings=settings)
-        except Exception as exc:  # noqa: BLE001 - chroma raises many types for "cannot open"
+        except Exception as exc:  # chroma raises many types for "cannot open"
             raise BackendUnavailableError(f"cannot open Chroma at {path}: {exc}") from None
     server.check()
     if server.ca_bundle is not None:
@@ -77,7 +77,7 @@ def open_client(path: Path | None, server: ChromaServerAccess | None):
         return chromadb.HttpClient(
             host=server.host, port=server.port, ssl=server.ssl, headers=headers, settings=settings
         )
-    except Exception as exc:  # noqa: BLE001 - chroma raises many types for "unreachable"
+    except Exception as exc:  # chroma raises many types for "unreachable"
         raise BackendUnavailableError(_explain(exc, server)) from None
 
 

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from candlefire_pipeline.backends import qdrant_local
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.qdrant import QdrantBackend
+from candlefire_pipeline.backends.qdrant import local as qdrant_local
+from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_vectors
 
 HOLDER = (
     "import sys, time\n"
-    "from candlefire_pipeline.backends.qdrant import QdrantBackend\n"
+    "from candlefire_pipeline.backends.qdrant.backend import QdrantBackend\n"
     "store = QdrantBackend(path=sys.argv[1])\n"
     "print('holding', flush=True)\n"
     "time.sleep(float(sys.argv[2]))\n"

@@ -21,7 +21,7 @@ def connect(url: str, api_key: str | None, timeout: int) -> QdrantClient:
     client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
     try:
         client.get_collections()
-    except Exception as exc:  # noqa: BLE001 - httpx/grpc/qdrant raise many types
+    except Exception as exc:  # httpx/grpc/qdrant raise many types
         client.close()
         reason = str(exc).replace(api_key, "***") if api_key else str(exc)
         raise BackendUnavailableError(

@@ -6,16 +6,15 @@ import numpy as np
 import psycopg
 import pytest
 
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
-from candlefire_pipeline.backends.pg_layout import Layout, StoreLayoutError
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
-from candlefire_pipeline.settings import PgAnnSettings
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.layout import AnnParams, Layout, StoreLayoutError
 from candlefire_pipeline_tests.fixtures_backends import PG_LAYOUTS, chunk, make_rows, unit_vectors
 
 DIM = 8
-HALFVEC = PgAnnSettings(vector_type="halfvec")
-BINARY = PgAnnSettings(quantization="binary")
+HALFVEC = AnnParams(vector_type="halfvec")
+BINARY = AnnParams(quantization="binary")
 
 
 def clustered(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -44,7 +43,7 @@ def ann_index_def(store: PgVectorBackend) -> str:
 @pytest.mark.parametrize(
     ("ann", "column", "index_words"),
     [
-        (PgAnnSettings(), f"vector({DIM})", ["vector_cosine_ops"]),
+        (AnnParams(), f"vector({DIM})", ["vector_cosine_ops"]),
         (HALFVEC, f"halfvec({DIM})", ["halfvec_cosine_ops"]),
         (BINARY, f"vector({DIM})", ["binary_quantize", f"bit({DIM})", "bit_hamming_ops"]),
         (PG_LAYOUTS["pgvector-halfvec-binary"], f"halfvec({DIM})", ["binary_quantize"]),
@@ -66,10 +65,10 @@ def test_layout_is_built_into_table_and_index(make_backend, ann, column, index_w
 @pytest.mark.parametrize(
     ("built_as", "read_as", "message"),
     [
-        (HALFVEC, PgAnnSettings(), "built as halfvec with HNSW but vector with HNSW"),
-        (PgAnnSettings(), HALFVEC, "built as vector with HNSW but halfvec with HNSW"),
-        (PgAnnSettings(), BINARY, "built as vector with HNSW but vector with binary-quantized"),
-        (BINARY, PgAnnSettings(), "built as vector with binary-quantized HNSW but vector with"),
+        (HALFVEC, AnnParams(), "built as halfvec with HNSW but vector with HNSW"),
+        (AnnParams(), HALFVEC, "built as vector with HNSW but halfvec with HNSW"),
+        (AnnParams(), BINARY, "built as vector with HNSW but vector with binary-quantized"),
+        (BINARY, AnnParams(), "built as vector with binary-quantized HNSW but vector with"),
     ],
     ids=["halfvec-as-vector", "vector-as-halfvec", "plain-as-binary", "binary-as-plain"],
 )
@@ -179,7 +178,7 @@ def current(store: PgVectorBackend, guc: str) -> str:
 
 
 def test_each_stage_runs_with_its_own_effort(make_backend):
-    ann = PgAnnSettings(ef_search=120, ef_search_entities=15, max_scan_tuples=5_000)
+    ann = AnnParams(ef_search=120, ef_search_entities=15, max_scan_tuples=5_000)
     store = make_backend("pgvector", ann=ann)
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     queries = unit_vectors(3, DIM, seed=4)
@@ -199,14 +198,14 @@ def test_each_stage_runs_with_its_own_effort(make_backend):
 
 
 def test_binary_walk_explores_every_candidate_it_reranks(make_backend):
-    store = make_backend("pgvector", ann=PgAnnSettings(quantization="binary", rerank_factor=30))
+    store = make_backend("pgvector", ann=AnnParams(quantization="binary", rerank_factor=30))
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 20, stage="entities")
     assert current(store, "hnsw.ef_search") == "600"
 
 
 def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
-    store = make_backend("pgvector", ann=PgAnnSettings(ef_search=77))
+    store = make_backend("pgvector", ann=AnnParams(ef_search=77))
     store.replace_papers(make_rows([chunk(str(i)) for i in range(5)], unit_vectors(5, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 3)
     pid = store.conn.info.backend_pid
@@ -220,9 +219,9 @@ def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
 
 
 def test_iterative_scan_fills_selective_filtered_queries(make_backend):
-    ann = PgAnnSettings(ef_search=10)
+    ann = AnnParams(ef_search=10)
     relaxed = make_backend("pgvector", ann=ann)
-    off = make_backend("pgvector", ann=PgAnnSettings(ef_search=10, iterative_scan="off"))
+    off = make_backend("pgvector", ann=AnnParams(ef_search=10, iterative_scan="off"))
     papers = [chunk(str(i), year=2020 if i % 25 == 0 else 1999) for i in range(1_000)]
     rows = make_rows(papers, unit_vectors(1_000, DIM, seed=5))
     where = Filter(min_year=2010)  # 40 of 1,000 chunks

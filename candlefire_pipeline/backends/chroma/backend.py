@@ -26,8 +26,7 @@ import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
-from candlefire_pipeline.backends.chroma_client import ChromaServerAccess, open_client
-from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +81,9 @@ class ChromaBackend:
         self,
         path: Path | None = None,
         host: str | None = None,
-        port: int = Settings.chroma_port,
-        collection: str = Settings.chroma_collection,
-        substring_mode: str = Settings.substring_mode,
+        port: int = 8000,
+        collection: str = "candlefire_chunks",
+        substring_mode: str = "like",
         token: str | None = None,
         ssl: bool = False,
         ca_bundle: Path | None = None,

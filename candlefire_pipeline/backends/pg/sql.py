@@ -9,8 +9,8 @@ from psycopg import sql
 
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter
 from candlefire_pipeline.backends.common import like_pattern
-from candlefire_pipeline.backends.pg_copy import COPY_COLUMNS
-from candlefire_pipeline.backends.pg_layout import PLAIN, Layout
+from candlefire_pipeline.backends.pg.copy import COPY_COLUMNS
+from candlefire_pipeline.backends.pg.layout import PLAIN, Layout
 
 #: Lower-case identifier short enough that every derived index name stays under 63 bytes.
 TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")

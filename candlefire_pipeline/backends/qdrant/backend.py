@@ -24,21 +24,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from qdrant_client import models
 
-from candlefire_pipeline.backends import common, qdrant_local, qdrant_server
+from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
-from candlefire_pipeline.backends.qdrant_filters import (
+from candlefire_pipeline.backends.qdrant import local as qdrant_local
+from candlefire_pipeline.backends.qdrant import server as qdrant_server
+from candlefire_pipeline.backends.qdrant.filters import (
     PAYLOAD_INDEXES,
     pmid_filter,
     qdrant_filter,
 )
-from candlefire_pipeline.backends.qdrant_points import (
+from candlefire_pipeline.backends.qdrant.points import (
     contract,
     hits,
     payloads,
     point_id,
     result_row,
 )
-from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +63,13 @@ class QdrantBackend:
         path: Path | None = None,
         url: str | None = None,
         api_key: str | None = None,
-        collection: str = Settings.qdrant_collection,
-        substring_mode: str = Settings.substring_mode,
+        collection: str = "candlefire_chunks",
+        substring_mode: str = "like",
         narrow: bool | None = None,
-        hnsw_m: int = Settings.hnsw_m,
-        hnsw_ef_construction: int = Settings.hnsw_ef_construction,
-        ef_search: int | None = PgAnnSettings.ef_search,
-        lock_timeout: float = Settings.qdrant_lock_timeout,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        ef_search: int | None = 200,
+        lock_timeout: float = 60.0,
         timeout: int = 60,
     ) -> None:
         if common.check_substring_mode(substring_mode) == "ilike":

@@ -5,10 +5,10 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from candlefire_pipeline.backends import pg_sql
 from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pgvector import PgVectorBackend
+from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_vectors
 
 DIM = 8

@@ -14,9 +14,9 @@ import pytest
 from qdrant_client import models
 
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.backends.qdrant_filters import narrowing_tokens, qdrant_filter
-from candlefire_pipeline_tests.backends import qdrant_engine
-from candlefire_pipeline_tests.backends.test_qdrant import CONTEXT, PIECES, TERMS, TRICKY
+from candlefire_pipeline.backends.qdrant.filters import narrowing_tokens, qdrant_filter
+from candlefire_pipeline_tests.backends.qdrant import engine as qdrant_engine
+from candlefire_pipeline_tests.backends.qdrant.test_backend import CONTEXT, PIECES, TERMS, TRICKY
 
 DIM = 4
 

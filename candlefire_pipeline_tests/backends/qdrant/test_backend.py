@@ -9,10 +9,10 @@ from qdrant_client import models
 from qdrant_client.local.payload_filters import unindexed_text_tokens
 
 from candlefire_pipeline.backends.base import Filter
-from candlefire_pipeline.backends.qdrant import QdrantBackend
-from candlefire_pipeline.backends.qdrant_filters import narrowing_tokens, qdrant_filter
-from candlefire_pipeline.backends.qdrant_points import point_id
-from candlefire_pipeline.backends.qdrant_server import redact_url
+from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
+from candlefire_pipeline.backends.qdrant.filters import narrowing_tokens, qdrant_filter
+from candlefire_pipeline.backends.qdrant.points import point_id
+from candlefire_pipeline.backends.qdrant.server import redact_url
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_vectors
 
 DIM = 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from candlefire_pipeline.backends.pg_sql import Names
+from candlefire_pipeline.backends.pg.sql import Names
 
 
 def reader_role_statements(role: str, database: str, table: str = "chunks") -> list[sql.Composed]:

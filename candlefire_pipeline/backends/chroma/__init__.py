@@ -1,0 +1,1 @@
+"""Chroma: the backend and its client (embedded PersistentClient or an HTTP server)."""

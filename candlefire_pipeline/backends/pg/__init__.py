@@ -1,0 +1,1 @@
+"""Postgres + pgvector: backend, SQL, layout, bulk load, connection, roles, embedded server."""

@@ -1,0 +1,1 @@
+"""Qdrant: the backend, filters, points, local mode (one process per folder) and server access."""

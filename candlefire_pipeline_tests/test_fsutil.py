@@ -1,0 +1,49 @@
+"""fsutil: the one file lock every read-modify-write across processes takes."""
+
+import multiprocessing
+import threading
+import time
+
+from candlefire_pipeline.fsutil import file_lock
+
+
+def _hold(lock_path, log_path, release_path) -> None:
+    with file_lock(lock_path):
+        with log_path.open("a") as log:
+            log.write("child in\n")
+        while not release_path.exists():
+            time.sleep(0.01)
+        with log_path.open("a") as log:
+            log.write("child out\n")
+
+
+def test_a_second_process_waits_until_the_holder_releases(tmp_path):
+    lock, log, release = tmp_path / "sub" / "x.lock", tmp_path / "log", tmp_path / "release"
+    child = multiprocessing.get_context("fork").Process(target=_hold, args=(lock, log, release))
+    child.start()
+    while not log.exists():  # the child holds the lock
+        time.sleep(0.01)
+
+    def take() -> None:
+        with file_lock(lock), log.open("a") as out:
+            out.write("parent in\n")
+
+    waiter = threading.Thread(target=take)
+    waiter.start()
+    time.sleep(0.2)  # the waiter would write now if the lock did not hold it back
+    release.touch()
+    waiter.join()
+    child.join()
+    assert child.exitcode == 0
+    assert log.read_text().splitlines() == ["child in", "child out", "parent in"]
+
+
+def test_the_lock_is_released_when_the_block_raises(tmp_path):
+    lock = tmp_path / "y.lock"
+    try:
+        with file_lock(lock):
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    with file_lock(lock):  # not held any more: a re-entry in the same process would block
+        assert lock.exists()
