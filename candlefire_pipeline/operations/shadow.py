@@ -180,7 +180,12 @@ class ShadowWorker:
                 job = self._jobs.get(timeout=0.2)
             except queue.Empty:
                 continue
-            self._send(job)
+            try:
+                self._send(job)
+            except Exception:  # the feeder must outlive any one job, or the queue fills for good
+                log.exception("shadow: a replay failed in the feeder; it is counted lost")
+                with self._lock:
+                    self.stats.lost += 1
 
     def _send(self, job: ShadowJob) -> None:
         """One job through the worker; a dead worker loses it (counted) and is restarted."""

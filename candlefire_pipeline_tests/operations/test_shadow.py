@@ -20,6 +20,7 @@ from candlefire_pipeline.operations.shadow_records import query_hash, read_recor
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.parity.shadow_gates import shadow_gates
 from candlefire_pipeline.parity.shadow_window import aggregate
+from candlefire_pipeline.retrieval.retriever import Retrieval
 from candlefire_pipeline.settings import ParityThresholds, ShadowSettings
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.pipeline_harness import demo_deployment
@@ -190,3 +191,18 @@ def test_offer_never_raises(settings):
     worker = ShadowWorker(shadowing(settings), start=False)
     assert worker.offer("chroma", "q", (), (), None, 0.1) is False  # not a Retrieval
     assert worker.stats.errors == 1 and worker.stats.offered == 1
+
+
+def test_the_feeder_outlives_a_job_it_cannot_send(settings, deployment):
+    shadowed = shadowing(settings)
+    unsendable = Retrieval(results=[{"pmid": "1"}], grounding={"t": {"corpus": lambda: 1}},
+                           keyword_pmids=[], semantic_pmids=[], entity_pmids=[])  # fmt: skip
+    with (
+        ShadowWorker(shadowed) as worker,
+        ServingReader(shadowed, deployment[1], shadow=worker) as reader,
+    ):
+        assert worker.offer("chroma", "q", (), (), unsendable, 0.1)  # queued; cannot be pickled
+        query = QUERIES[0]
+        reader.retrieve(query.text, query.entities, query.terms)
+        assert worker.drain(DRAIN_S)
+    assert (worker.stats.lost, worker.stats.done) == (1, 1)
