@@ -39,6 +39,9 @@ from candlefire_pipeline.stores import (
 )
 
 PARITY_REPORT = dg.AssetKey("parity_report")
+#: The Dagster UI shows a markdown metadata value inline only below this many characters (longer
+#: ones hide behind "[Show Markdown]"): gate tables are cut to fit (full details in the report).
+INLINE_MARKDOWN_CHARS = 1000
 
 
 def data_uri(path: Path) -> str:
@@ -117,7 +120,7 @@ def _report_metadata(report: ParityReport, json_path: Path, md_path: Path) -> di
     return {
         "report_id": report.report_id,
         # short enough for the asset page to show inline (the whole report is behind a link)
-        "gates": dg.MetadataValue.md(gate_table_markdown(gates)),
+        "gates": dg.MetadataValue.md(gate_table_markdown(gates, INLINE_MARKDOWN_CHARS)),
         "failed_gates": ", ".join(failed(gates)) or "none",
         "stores": ", ".join(f"{s} ({report.role(s)})" for s in report.stores()),
         "diverging_stores": ", ".join(report.diverging_stores()) or "none",
@@ -180,7 +183,7 @@ def serving_backend(
             "verdict": decision.message,
             "failed_gates": ", ".join(failed(gates)) or ("no report" if report is None else "none"),
             "report_id": report.report_id if report else "",
-            "gates": dg.MetadataValue.md(gate_table_markdown(gates)),
+            "gates": dg.MetadataValue.md(gate_table_markdown(gates, INLINE_MARKDOWN_CHARS)),
             "pending_history": len(pending_entries(settings.serving_pending_file)),
         }
     )

@@ -4,7 +4,7 @@ switch (the decision lives in operations/)."""
 
 import dagster as dg
 
-from candlefire_pipeline.defs.parity_assets import data_uri, log_watch
+from candlefire_pipeline.defs.parity_assets import INLINE_MARKDOWN_CHARS, data_uri, log_watch
 from candlefire_pipeline.defs.parity_checks import gate_check
 from candlefire_pipeline.defs.resources import PgVectorResource, PipelineResource
 from candlefire_pipeline.defs.serving_checks import serving_not_degraded
@@ -53,7 +53,7 @@ def shadow_parity(
         metadata={
             "window_id": window.window_id,
             "window": dg.MetadataValue.md(targets_table(window)),
-            "gates": dg.MetadataValue.md(gate_table_markdown(run.gates)),
+            "gates": dg.MetadataValue.md(gate_table_markdown(run.gates, INLINE_MARKDOWN_CHARS)),
             "failed_gates": ", ".join(failed(run.gates)) or "none",
             "samples": sum(t.samples for t in window.targets),
             "plots": dg.MetadataValue.md("\n".join(plots) or "No plots: no comparison."),

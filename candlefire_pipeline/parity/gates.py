@@ -213,15 +213,25 @@ def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
-def gate_table_markdown(gates: list[GateResult]) -> str:
-    """The gate table as Markdown (report page, Dagster metadata)."""
+def gate_table_markdown(gates: list[GateResult], limit: int | None = None) -> str:
+    """The gate table as Markdown (report page, Dagster metadata). With `limit`, the longest
+    details are cut (marked "...") until the table is shorter than `limit` characters."""
 
     def cell(value: str) -> str:
         return value.replace("|", "\\|").replace("\n", " ")
 
-    lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in gate_rows(gates)]
-    return "\n".join(lines)
+    def render(room: int) -> str:
+        lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
+        for *head, detail in rows:
+            detail = detail if len(detail) <= room else detail[: max(room - 3, 0)] + "..."
+            lines.append("| " + " | ".join([*head, detail]) + " |")
+        return "\n".join(lines)
+
+    rows = [[cell(v) for v in row] for row in gate_rows(gates)]
+    room = max((len(row[4]) for row in rows), default=0)
+    while limit is not None and room > 3 and len(render(room)) >= limit:
+        room -= 1
+    return render(room)
 
 
 def format_gate_table(gates: list[GateResult]) -> str:

@@ -37,7 +37,7 @@ def live_pair(
 ) -> tuple[TargetWindow | None, str]:
     """The pair's figures in the latest window if it is recent, and a sentence saying which."""
     if window is None:
-        return None, "no shadow window yet (shadow reads off, or shadow_parity never ran)"
+        return None, "no shadow window yet"
     now = now or datetime.now(UTC)
     until = datetime.fromisoformat(window.until)
     if now - until > timedelta(minutes=STALE_AFTER_WINDOWS * window.window_minutes):
@@ -74,7 +74,7 @@ def _queries(pair: TargetWindow | None, where: str, thresholds: ParityThresholds
     required = thresholds.min_shadow_queries
     compared = pair.compared if pair else 0
     if not required:
-        detail = f"not required (CANDLEFIRE_PARITY_MIN_SHADOW_QUERIES=0); {compared} in {where}"
+        detail = f"not required (minimum 0); {compared} in {where}"
         return GateResult("shadow_queries", True, float(compared), 0.0, detail)
     detail = f"{compared} live comparisons in {where}"
     return GateResult("shadow_queries", compared >= required, float(compared), float(required),

@@ -166,3 +166,13 @@ def test_gate_tables_show_every_gate_with_result_and_threshold():
     text = format_gate_table(gates)
     assert all(name in text for name in GATES)
     assert [line.split()[1] for line in text.splitlines()[1:]].count("FAIL") == 1
+
+
+def test_a_gate_table_for_the_ui_is_cut_to_fit_and_keeps_every_row():
+    gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER)
+    full = gate_table_markdown(gates)
+    assert gate_table_markdown(gates, limit=len(full) + 1) == full  # it fits: nothing cut
+    cut = gate_table_markdown(gates, limit=700)
+    assert len(cut) < 700 and "..." in cut
+    assert [line.split("|")[1].strip() for line in cut.splitlines()[2:]] == list(GATES)
+    assert "| ann_recall | FAIL | 0.5 | 0.95 |" in cut
