@@ -19,6 +19,8 @@ from candlefire_pipeline.parity import metrics
 WINDOW_GLOB = "shadow-*.json"
 #: Comparisons listed as the worst divergences of a target (lowest overlap first).
 WORST_LISTED = 10
+#: Values per list kept in the window for its plots (evenly spaced); figures use them all.
+PLOT_VALUES = 5_000
 
 
 @dataclass
@@ -39,7 +41,7 @@ class TargetWindow:
     divergences_by_kind: dict[str, int] = field(default_factory=dict)
     #: the lowest-overlap comparisons: query (hash, text if kept), overlap, traced causes
     worst: list[dict] = field(default_factory=list)
-    #: per comparison, for the plots: overlaps; served and shadow ms
+    #: per comparison (at most PLOT_VALUES, evenly spaced), for the plots: overlaps; ms
     overlaps: list[float] = field(default_factory=list)
     served_ms: list[float] = field(default_factory=list)
     shadow_ms: list[float] = field(default_factory=list)
@@ -115,15 +117,18 @@ def _target(served: str, target: str, rows: Sequence) -> TargetWindow:
     window = TargetWindow(served, target, len(rows), len(ok), len(rows) - len(ok))
     if not ok:
         return window
-    window.overlaps = [float(r.overlap) for r in ok]
-    window.served_ms = [float(r.served_ms) for r in ok]
-    window.shadow_ms = [float(r.shadow_ms) for r in ok]
-    window.mean_overlap = metrics.mean(window.overlaps)
-    window.min_overlap = min(window.overlaps)
+    overlaps = [float(r.overlap) for r in ok]
+    served_ms = [float(r.served_ms) for r in ok]
+    shadow_ms = [float(r.shadow_ms) for r in ok]
+    window.mean_overlap = metrics.mean(overlaps)
+    window.min_overlap = min(overlaps)
     window.grounding_agreement = metrics.mean([float(bool(r.grounding_equal)) for r in ok])
     window.keyword_agreement = metrics.mean([float(bool(r.keyword_equal)) for r in ok])
-    window.served_p95_ms = metrics.p95(window.served_ms)
-    window.shadow_p95_ms = metrics.p95(window.shadow_ms)
+    window.served_p95_ms = metrics.p95(served_ms)
+    window.shadow_p95_ms = metrics.p95(shadow_ms)
+    step = -(-len(ok) // PLOT_VALUES)  # ceil: the window file stays small however busy
+    window.overlaps, window.served_ms = overlaps[::step], served_ms[::step]
+    window.shadow_ms = shadow_ms[::step]
     kinds = [d.get("kind", "other") for r in ok for d in r.divergences]
     window.divergences_by_kind = {k: kinds.count(k) for k in sorted(set(kinds))}
     window.worst = [_worst(r) for r in _worst_first(ok)[:WORST_LISTED]]

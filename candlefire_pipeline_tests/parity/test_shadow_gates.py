@@ -57,6 +57,17 @@ def test_a_window_aggregates_each_pair_over_its_successful_comparisons():
     assert again.target("chroma", "pgvector").worst == pair.worst
 
 
+def test_a_busy_window_keeps_its_figures_exact_and_its_plot_values_bounded(monkeypatch):
+    from candlefire_pipeline.parity import shadow_window
+
+    monkeypatch.setattr(shadow_window, "PLOT_VALUES", 10)
+    rows = [record(i, overlap=0.5 if i == 33 else 1.0, served_ms=float(i)) for i in range(100)]
+    pair = window(rows).target("chroma", "pgvector")
+    assert pair.compared == 100 and pair.min_overlap == 0.5  # every comparison counts
+    assert pair.served_p95_ms == pytest.approx(94.05)
+    assert len(pair.overlaps) == len(pair.served_ms) == len(pair.shadow_ms) == 10
+
+
 def test_an_empty_window_has_no_figures():
     found = window([])
     assert found.targets == [] and found.between("chroma", "pgvector") is None
