@@ -215,23 +215,28 @@ def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
 
 def gate_table_markdown(gates: list[GateResult], limit: int | None = None) -> str:
     """The gate table as Markdown (report page, Dagster metadata). With `limit`, the longest
-    details are cut (marked "...") until the table is shorter than `limit` characters."""
+    details are cut (marked "...") until the table is shorter than `limit` characters: those of
+    passing gates first, so a failing gate keeps its reason as long as it can."""
 
     def cell(value: str) -> str:
         return value.replace("|", "\\|").replace("\n", " ")
 
-    def render(room: int) -> str:
+    def cut(text: str, room: int) -> str:
+        return text if len(text) <= room else text[: max(room - 3, 0)] + "..."
+
+    def render(rooms: dict[str, int]) -> str:
         lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
         for *head, detail in rows:
-            detail = detail if len(detail) <= room else detail[: max(room - 3, 0)] + "..."
-            lines.append("| " + " | ".join([*head, detail]) + " |")
+            lines.append("| " + " | ".join([*head, cut(detail, rooms[head[1]])]) + " |")
         return "\n".join(lines)
 
     rows = [[cell(v) for v in row] for row in gate_rows(gates)]
-    room = max((len(row[4]) for row in rows), default=0)
-    while limit is not None and room > 3 and len(render(room)) >= limit:
-        room -= 1
-    return render(room)
+    longest = max((len(row[4]) for row in rows), default=0)
+    rooms = {"pass": longest, "FAIL": longest}
+    for result in ("pass", "FAIL"):
+        while limit is not None and rooms[result] > 3 and len(render(rooms)) >= limit:
+            rooms[result] -= 1
+    return render(rooms)
 
 
 def format_gate_table(gates: list[GateResult]) -> str:

@@ -176,3 +176,5 @@ def test_a_gate_table_for_the_ui_is_cut_to_fit_and_keeps_every_row():
     assert len(cut) < 700 and "..." in cut
     assert [line.split("|")[1].strip() for line in cut.splitlines()[2:]] == list(GATES)
     assert "| ann_recall | FAIL | 0.5 | 0.95 |" in cut
+    failing = next(g for g in gates if not g.passed)
+    assert failing.detail in cut  # passing gates' details are cut first
