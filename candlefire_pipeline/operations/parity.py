@@ -12,8 +12,10 @@ from pathlib import Path
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks, snapshot
 from candlefire_pipeline.operations.indexing import apply_batch
+from candlefire_pipeline.operations.pg_versions import live_versions, store_versions
 from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
@@ -138,6 +140,7 @@ def run_report(
     report.ledger = {"read_at": started.isoformat(), "applied": ledger}
     report.store_diffs = {n: d for n, d in store_diffs.items() if n in report.backends}
     report.unavailable = {**unavailable, **report.unavailable}
+    report.servers = store_versions(stores)
     record_evaluation(report, evaluate_report(settings, report), settings.parity)
     return report
 
@@ -150,8 +153,16 @@ def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult
     except (OSError, ValueError, KeyError) as exc:
         log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
         ledger_now = None
-    window = load_latest_window(settings.reports_dir)
-    return evaluate_gates(report, settings.parity, ledger_now, window)
+    return evaluate_gates(report, settings.parity, ledger_now, _pgvector_now(settings),
+                          shadow=load_latest_window(settings.reports_dir))  # fmt: skip
+
+
+def _pgvector_now(settings: Settings) -> ServerVersions | None:
+    try:
+        return live_versions(settings)
+    except Exception as exc:  # unreadable = unknown, and the gate fails on it
+        log.warning("the pgvector server's versions cannot be read (%s)", exc)
+        return None
 
 
 def record_evaluation(

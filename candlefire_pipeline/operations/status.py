@@ -7,7 +7,9 @@ from dataclasses import asdict, dataclass, field
 
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.pg.server import resolve_dsn
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.parity import latest_evaluation
+from candlefire_pipeline.operations.pg_versions import backend_versions
 from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
@@ -31,6 +33,8 @@ class Status:
     #: the auto-rollback policy: pin after this many failing windows in a row (None: off)
     rollback_after: int | None = None
     shadow: ShadowWindow | None = None  # the latest window of live shadow comparisons
+    #: store -> its server's versions (Postgres stores only)
+    versions: dict[str, ServerVersions] = field(default_factory=dict)
 
     @property
     def reachable(self) -> bool:
@@ -66,6 +70,7 @@ def collect_status(settings: Settings) -> Status:
             with opened_backend(store, settings) as backend:
                 status.chunk_counts[store] = backend.count()
                 if store == PGVECTOR:  # Postgres answers: a good moment to replay history
+                    status.versions[store] = backend_versions(backend)
                     sync_history(settings, resolve_dsn(settings))
         except Exception as exc:  # any failure means unreachable, said plainly
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
@@ -110,7 +115,10 @@ def format_status(status: Status) -> str:
         lines.append("last parity report: none (no gate can pass)")
     lines += _shadow_lines(status.shadow)
     for store, count in status.chunk_counts.items():
-        lines.append(f"{store}: {count} chunks")
+        versions = status.versions.get(store)
+        lines.append(f"{store}: {count} chunks" + (f" ({versions.describe()})" if versions else ""))
+        if versions is not None and versions.below_floor():
+            lines.append(f"{store}: BELOW THE VERSION FLOOR - {versions.floor_problem()}")
     for store, error in status.errors.items():
         lines.append(f"{store}: UNREACHABLE - {error}")
     return "\n".join(lines)

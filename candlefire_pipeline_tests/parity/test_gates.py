@@ -6,8 +6,10 @@ import math
 
 import pytest
 
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.parity.gates import (
     GATES,
+    INLINE_MARKDOWN_CHARS,
     evaluate_gates,
     failed,
     format_gate_table,
@@ -19,6 +21,7 @@ from candlefire_pipeline.settings import ParityThresholds
 LEDGER = {"chroma": {"b1": 100.0, "b2": 200.0}, "pgvector": {"b1": 101.0, "b2": 201.0}}
 EXACT = {"missing": 0, "orphaned": 0, "stale": 0}
 CHUNKS = 500
+CURRENT = ServerVersions("18.6", "0.8.6", "0.8.6")
 
 
 def _row(i: int, top: dict[str, list[str]]) -> QueryRow:
@@ -56,15 +59,17 @@ def synthetic(
         started_at="2025-01-01T00:00:00+00:00",
         ledger={"read_at": "2025-01-01T00:00:00+00:00", "applied": ledger},
         store_diffs=diffs if diffs is not None else {"chroma": EXACT, "pgvector": EXACT},
+        servers={"pgvector": CURRENT.to_dict()},
     )  # fmt: skip
 
 
-def _gates(report, ledger_now=LEDGER, **thresholds):
-    return {g.name: g for g in evaluate_gates(report, ParityThresholds(**thresholds), ledger_now)}
+def _gates(report, ledger_now=LEDGER, pgvector_now=CURRENT, **thresholds):
+    thresholds = ParityThresholds(**thresholds)
+    return {g.name: g for g in evaluate_gates(report, thresholds, ledger_now, pgvector_now)}
 
 
 def test_the_default_synthetic_report_passes_every_gate_in_order():
-    gates = evaluate_gates(synthetic(), ParityThresholds(), LEDGER)
+    gates = evaluate_gates(synthetic(), ParityThresholds(), LEDGER, CURRENT)
     assert [g.name for g in gates] == list(GATES)
     assert failed(gates) == [], gates
 
@@ -158,7 +163,7 @@ def test_gates_use_the_given_thresholds():
 
 
 def test_gate_tables_show_every_gate_with_result_and_threshold():
-    gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER)
+    gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER, CURRENT)
     md = gate_table_markdown(gates)
     assert md.splitlines()[0] == "| gate | result | value | threshold | detail |"
     assert "| ann_recall | FAIL | 0.5 | 0.95 |" in md
@@ -169,12 +174,60 @@ def test_gate_tables_show_every_gate_with_result_and_threshold():
 
 
 def test_a_gate_table_for_the_ui_is_cut_to_fit_and_keeps_every_row():
-    gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER)
+    gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER, CURRENT)
     full = gate_table_markdown(gates)
     assert gate_table_markdown(gates, limit=len(full) + 1) == full  # it fits: nothing cut
     cut = gate_table_markdown(gates, limit=700)
-    assert len(cut) < 700 and "..." in cut
+    assert len(cut) < 700 and "…" in cut
     assert [line.split("|")[1].strip() for line in cut.splitlines()[2:]] == list(GATES)
     assert "| ann_recall | FAIL | 0.5 | 0.95 |" in cut
     failing = next(g for g in gates if not g.passed)
     assert failing.detail in cut  # passing gates' details are cut first
+
+
+OLD = ServerVersions("18.3", "0.8.2", "0.8.2")
+BETWEEN = ServerVersions("17.2", "0.8.3", "0.8.3")
+
+
+@pytest.mark.parametrize(
+    "ran_on, now, passed, value, shown",
+    [
+        (CURRENT, CURRENT, True, 0.0, "0.8.6 when the report ran, 0.8.6 now (floor 0.8.4)"),
+        (ServerVersions("18.6", "0.8.4"), ServerVersions("18.6", "0.8.4"), True, 0.0, "0.8.4 now"),
+        (CURRENT, OLD, False, 2.0, "0.8.3 (possible HNSW index corruption during vacuum) and "
+         "0.8.4 (the `hnsw graph not repaired` error when vacuuming HNSW)"),
+        (CURRENT, BETWEEN, False, 1.0, "lacks the fixes of 0.8.4 (the `hnsw graph not"),
+        # the report's evidence came from the old server: upgraded since, it must be re-run
+        (OLD, CURRENT, False, 2.0, "re-run parity_report"),
+        # installed files are newer than the extension: the detail says which command is missing
+        (CURRENT, ServerVersions("18.6", "0.8.2", "0.8.6"), False, 2.0,
+         "pgvector 0.8.6 is installed on the server: run `ALTER EXTENSION vector UPDATE`"),
+        (None, CURRENT, False, 1.0, "unknown: the report does not record"),
+        (CURRENT, None, False, 1.0, "unknown: the pgvector version of the pgvector server"),
+        (CURRENT, ServerVersions("18.6", None, "0.8.6"), False, 1.0, "cannot be read now"),
+    ],
+)  # fmt: skip
+def test_the_pgvector_version_floor(ran_on, now, passed, value, shown):
+    report = synthetic()
+    report.servers = {"pgvector": ran_on.to_dict()} if ran_on else {}
+    gates = _gates(report, pgvector_now=now)
+    gate = gates["pgvector_version"]
+    assert (gate.passed, gate.value) == (passed, value) and shown in gate.detail, gate
+    assert [g for g in failed(list(gates.values())) if g != "pgvector_version"] == []
+
+
+def test_the_version_floor_is_unknown_when_nothing_is_read():
+    """No versions read now (the default) is never a pass."""
+    gates = evaluate_gates(synthetic(), ParityThresholds(), LEDGER)
+    assert failed(gates) == ["pgvector_version"]
+
+
+def test_the_metadata_gate_table_fits_the_ui_inline_limit_even_when_every_gate_fails():
+    """Long failure details are cut (…) so the table stays under the UI's inline limit."""
+    failing = synthetic(grounding=0.5, overlap=0.1, ann=0.1, counts=(CHUNKS, 3), differing=9)
+    gates = evaluate_gates(failing, ParityThresholds(), {"x": {"b9": 1.0}}, OLD)
+    assert len(gate_table_markdown(gates)) > INLINE_MARKDOWN_CHARS  # the full table does not
+    short = gate_table_markdown(gates, INLINE_MARKDOWN_CHARS)
+    assert len(short) < INLINE_MARKDOWN_CHARS and "…" in short
+    assert [line.split("|")[1].strip() for line in short.splitlines()[2:]] == list(GATES)
+    assert [line.split("|")[2].strip() for line in short.splitlines()[2:]].count("FAIL") >= 6

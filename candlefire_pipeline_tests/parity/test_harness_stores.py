@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from candlefire_pipeline.backends.base import Filter
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
@@ -109,7 +110,9 @@ def judged(report: ParityReport) -> list[tuple]:
     report.ledger = {"read_at": report.created_at, "applied": ledger}
     report.store_diffs = {s: {"missing": 0, "orphaned": 0, "stale": 0} for s in report.stores()}
     thresholds = ParityThresholds(min_corpus_chunks=10, min_queries_with_results=5)
-    return [dataclasses.astuple(g) for g in evaluate_gates(report, thresholds, ledger)]
+    versions = ServerVersions("18.6", "0.8.6", "0.8.6")  # what run_report records and reads
+    report.servers = {"pgvector": versions.to_dict()}
+    return [dataclasses.astuple(g) for g in evaluate_gates(report, thresholds, ledger, versions)]
 
 
 def break_store(kind: str, stores: dict) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.status import collect_status, format_status
 from candlefire_pipeline.parity.gates import evaluate_gates, gates_from_dicts
@@ -51,15 +52,19 @@ def test_an_old_report_is_judged_exactly_as_it_was(old):
     report = ParityReport.from_dict(old)
     ledger = old["ledger"]["applied"]
     thresholds = ParityThresholds(**old["thresholds"])
-    now = evaluate_gates(report, thresholds, ledger)
+    now = evaluate_gates(report, thresholds, ledger, ServerVersions("18.6", "0.8.6", "0.8.6"))
     recorded = gates_from_dicts(old["gates"])
     assert [dataclasses.astuple(g) for g in now[: len(recorded)]] == [
         dataclasses.astuple(g) for g in recorded
     ]
-    # gates added since (live evidence) are not required by default: they pass and say so
-    added = now[len(recorded) :]
-    assert [g.name for g in added] == list(SHADOW_GATES) and all(g.passed for g in added)
-    assert "not required" in added[0].detail
+    # gates added since: the version floor fails on a report that predates it (re-run it);
+    # live evidence is not required by default: those pass and say so
+    added = {g.name: g for g in now[len(recorded) :]}
+    assert list(added) == ["pgvector_version", *SHADOW_GATES]
+    assert not added["pgvector_version"].passed
+    assert "does not record the pgvector version" in added["pgvector_version"].detail
+    assert all(added[name].passed for name in SHADOW_GATES)
+    assert "not required" in added["shadow_queries"].detail
 
 
 def test_status_and_the_serving_reader_read_an_old_report(tmp_path, monkeypatch, pg_dsn):

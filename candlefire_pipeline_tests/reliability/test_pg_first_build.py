@@ -36,7 +36,7 @@ def kill_server(server: EmbeddedPostgres) -> None:
     for process in processes:
         process.send_signal(signal.SIGKILL)
     psutil.wait_procs(processes, timeout=WAIT_LIMIT_S)
-    server.stop()  # forget pgserver's handle: the next `dsn` starts it again (crash recovery)
+    server.stop()  # forget the cached handle: the next `dsn` starts it again (crash recovery)
 
 
 def index_state(dsn: str) -> dict[str, bool]:

@@ -55,8 +55,8 @@ def _chain(exc: BaseException | None) -> list[BaseException]:
 def secret_db(pg_server):
     """A login role WITH PASSWORD owning a database of its own; its DSN carries the password.
 
-    pgserver trusts its Unix socket, so the password is not checked, but it is in the DSN that
-    every layer receives, which is what this test is about.
+    The embedded server trusts its Unix socket, so the password is not checked, but it is in the
+    DSN that every layer receives, which is what this test is about.
     """
     suffix = uuid.uuid4().hex[:10]
     role, database = f"cf_secret_{suffix}", f"cf_secret_{suffix}"

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
+from candlefire_pipeline.backends.chroma.space import check_cosine
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,7 @@ class ChromaBackend:
         self.substring_mode = substring_mode
         self.collection_name = collection
         server = ChromaServerAccess(host, port, token, ssl, ca_bundle) if host else None
+        self._where = server.url if server else str(path)
         self._client = open_client(path, server)
         self._collection = self._open_collection()
         self._model: tuple[str, int] | None = None
@@ -109,11 +111,7 @@ class ChromaBackend:
             configuration={"hnsw": {"space": "cosine"}},
             embedding_function=None,  # vectors are precomputed; no model path gets persisted
         )
-        space = (collection.configuration_json.get("hnsw") or {}).get("space")
-        if space != "cosine":
-            raise ValueError(
-                f"Chroma collection {self.collection_name!r} uses {space!r} space, not cosine"
-            )
+        check_cosine(collection, self._where)
         return collection
 
     # model contract --------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from psycopg import sql
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.connect import open_connection
 from candlefire_pipeline.backends.pg.layout import (
@@ -158,6 +159,7 @@ class PgVectorBackend:
                 pg_bulk.copy_rows(
                     self.conn, self.names, rows, self.layout.vector_type, progress=progress
                 )
+        pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
         return rows.num_rows
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:

@@ -10,6 +10,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.pg.version import read_versions, warn_below_floor
 from candlefire_pipeline.redact import redact_dsn
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ def open_connection(dsn: str) -> psycopg.Connection:
     try:
         _ensure_extensions(conn)
         register_vector(conn)
+        warn_below_floor(read_versions(conn), redact_dsn(dsn))
     except psycopg.Error as exc:
         conn.close()
         raise BackendUnavailableError(

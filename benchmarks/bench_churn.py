@@ -1,0 +1,163 @@
+"""Churn soak: months of update drops on the 62k workload, and what they do to the HNSW graph.
+
+Run: .venv/bin/python -m benchmarks.bench_churn [--drops 50] [--every 10] [--share 0.2]
+     [--size 62196] [--requests 60] [--no-write]
+Each drop replaces `share` of the papers (new vectors and text, same pmids) through the
+product's replace_papers (DELETE + COPY, one transaction) on the embedded Postgres with its
+default autovacuum; every `every` drops: final recall@15 of retrieve() against the exact oracle,
+HNSW / GIN / heap bytes, dead tuples, (auto)vacuums, retrieve() p50 / p95. At the end the final
+content is built fresh in another table and both are measured side by side (the goals'
+reference). Unattended, one command; --drops 3 --size 5000 is a short run (--no-write keeps
+docs/BENCHMARKS.md as it is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+from psycopg import sql
+
+from benchmarks.churn_data import Reviser
+from benchmarks.churn_reindex import retrieve_during_reindex
+from benchmarks.churn_report import partial_section, section
+from benchmarks.churn_soak import SoakLog, SoakPlan, measure, run_soak
+from benchmarks.helpers import LoadMonitor, write_section
+from benchmarks.retrieval_data import (
+    LATENCY_CHUNKS,
+    bench_dir,
+    embed_cached,
+    scifact_records,
+)
+from benchmarks.retrieval_stores import embedded_postgres
+from benchmarks.retrieval_workload import MemoEmbedder, latency_workload
+from candlefire_pipeline.backends.factory import build_backend
+from candlefire_pipeline.backends.pg.health import estimate_fresh_sizes, table_health
+from candlefire_pipeline.backends.pg.version import read_versions
+from candlefire_pipeline.embedding import embedder_for
+from candlefire_pipeline.settings import Settings
+
+log = logging.getLogger("bench_churn")
+PACED_NAPTIME = "5s"
+AUTOVACUUM_SETTINGS = (
+    "autovacuum", "autovacuum_naptime", "autovacuum_vacuum_scale_factor",
+    "autovacuum_vacuum_insert_scale_factor", "maintenance_work_mem",
+)  # fmt: skip
+
+
+def fill(dsn: str, table: str, rows, model_id: str, dim: int):
+    """A fresh table holding exactly `rows` (first-build path: indexes after the load)."""
+    store = build_backend("pgvector", dsn, table=table, ann=Settings.from_env().pg_ann)
+    store.reset()
+    store.ensure_schema(model_id, dim)
+    store.replace_papers(rows)
+    store.conn.execute(f"VACUUM (ANALYZE) {table}")
+    return store
+
+
+def server_facts(store) -> dict:
+    facts = {name: store.conn.execute(f"SHOW {name}").fetchone()[0] for name in AUTOVACUUM_SETTINGS}
+    facts["versions"] = read_versions(store.conn).describe()
+    return facts
+
+
+def pace_autovacuum(store, naptime: str | None) -> None:
+    """A short autovacuum naptime stands in for the hours between daily drops (the trigger
+    thresholds stay the server's defaults); None restores the default."""
+    if naptime is None:
+        store.conn.execute("ALTER SYSTEM RESET autovacuum_naptime")
+    else:
+        store.conn.execute(sql.SQL("ALTER SYSTEM SET autovacuum_naptime = {}").format(
+            sql.Literal(naptime)
+        ))  # fmt: skip
+    store.conn.execute("SELECT pg_reload_conf()")
+
+
+def soak(embedder, dsn: str, args, progress=None) -> dict:
+    work = latency_workload(embedder, args.size)
+    records = scifact_records()
+    base = embed_cached(embedder, [r["title"] for r in records])
+    reviser = Reviser(work.corpus, records, base)
+    requests = work.requests(args.requests)
+    memory = build_backend("memory")
+    memory.replace_papers(reviser.rows(embedder.model_id))
+    store = fill(dsn, "churn", reviser.rows(embedder.model_id), embedder.model_id, embedder.dim)
+    if args.pace:
+        pace_autovacuum(store, PACED_NAPTIME)
+    facts = server_facts(store)
+    plan = SoakPlan(
+        args.drops, args.every, args.share, pace=args.pace, maintain_every=args.maintain_every
+    )
+    soak_log = SoakLog()
+    points: list = []
+    shown = {"facts": facts, "rows": work.rows.num_rows, "papers": len(reviser.pmids),
+             "points": points, "log": soak_log}  # fmt: skip
+
+    def checkpoint(point) -> None:
+        points.append(point)
+        if progress:
+            progress(shown)
+
+    try:
+        points[:] = run_soak(store, memory, reviser, embedder, requests, plan, checkpoint, soak_log)
+    finally:
+        if args.pace:
+            pace_autovacuum(store, None)
+    churned = table_health(store.conn, "churn")
+    estimate_fresh_sizes(store.conn, churned)
+    fresh = fill(dsn, "churn_fresh", reviser.rows(embedder.model_id), embedder.model_id,
+                 embedder.dim)  # fmt: skip
+    # side by side on the same content: two alternating rounds each, the better p95 kept
+    final = {"churned": [], "fresh": []}
+    for _ in range(2):
+        for name, table in (("churned", store), ("fresh", fresh)):
+            final[name].append(measure(table, memory, embedder, requests, args.drops, 0.0))
+    reindex = retrieve_during_reindex(dsn, store, embedder, requests)
+    for s in (store, fresh):
+        s.close()
+    return {
+        "points": points, "final": final, "estimate": churned, "facts": facts,
+        "rows": work.rows.num_rows, "papers": len(reviser.pmids), "reindex": reindex,
+        "log": soak_log,
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--drops", type=int, default=50)
+    parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--share", type=float, default=0.2)
+    parser.add_argument("--size", type=int, default=LATENCY_CHUNKS)
+    parser.add_argument("--requests", type=int, default=60)
+    parser.add_argument(
+        "--no-pace", dest="pace", action="store_false",
+        help="drops back to back (default: wait for autovacuum after each drop, as between"
+        " daily drops)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--maintain-every", type=int, default=7,
+        help="candlefire maintain --apply every N drops (7: weekly with daily drops; 0: never)",
+    )  # fmt: skip
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    embedder = MemoEmbedder(embedder_for(Settings.from_env(), "query"))
+    started, load = time.perf_counter(), LoadMonitor(markers=[bench_dir()]).start()
+
+    def progress(shown: dict) -> None:
+        if not args.no_write:  # figures so far land even if the soak is stopped
+            note, spent = load.note(), time.perf_counter() - started
+            write_section("churn", partial_section(shown, args, note, spent))
+
+    with embedded_postgres() as dsn:
+        result = soak(embedder, dsn, args, progress)
+    markdown = section(result, args, load.stop().note(), time.perf_counter() - started)
+    print(markdown)
+    if not args.no_write:
+        write_section("churn", markdown)
+
+
+if __name__ == "__main__":
+    main()
