@@ -31,11 +31,12 @@ from benchmarks.retrieval_data import (
     scifact_records,
 )
 from benchmarks.retrieval_stores import embedded_postgres
-from benchmarks.retrieval_workload import MemoEmbedder, latency_workload
+from benchmarks.retrieval_workload import latency_workload
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg.health import estimate_fresh_sizes, table_health
 from candlefire_pipeline.backends.pg.version import read_versions
 from candlefire_pipeline.embedding import embedder_for
+from candlefire_pipeline.embedding.memo import MemoEmbedder
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger("bench_churn")

@@ -74,9 +74,11 @@ class EngineStore:
     def __init__(self, shard, narrow: bool) -> None:
         self.shard, self.narrow = shard, narrow
 
-    def substring_candidates(self, variants, vector, n):
-        flt = qdrant_filter(Filter(), variants, narrow=self.narrow)
-        return qdrant_engine.top(self.shard, vector, flt, n)
+    def substring_candidates(self, variants, vectors, n):
+        return [
+            qdrant_engine.top(self.shard, vector, qdrant_filter(Filter(), [v], self.narrow), n)
+            for v, vector in zip(variants, vectors, strict=True)
+        ]
 
     def close(self) -> None:
         """The shard is shared; engine_shard's caller closes it."""
@@ -110,17 +112,17 @@ def term_rows(stores: dict, rows, data, repeats: int) -> list[str]:
         cells = []
         for store in stores.values():
             seconds, _ = timed(
-                lambda s=store, t=term: s.substring_candidates([t], query, 20), repeats
+                lambda s=store, t=term: s.substring_candidates([t], query[None, :], 20), repeats
             )
             cells.append(f"{seconds * 1000:.1f}")
-        matches = len(stores["memory"].substring_candidates([term], query, 10**6))
+        matches = len(stores["memory"].substring_candidates([term], query[None, :], 10**6)[0])
         tokens = ", ".join(narrowing_tokens(term)) or "-"
         lines.append(f"| `{term}` | {tokens} | {matches} | " + " | ".join(cells) + " |")
     return lines
 
 
 def applicability() -> str:
-    variants = [v for q in load_queries() for t in q.terms for v in term_variants(t)]
+    variants = [v for q in load_queries() for t in q.keyword_terms for v in term_variants(t)]
     narrowable = [v for v in variants if narrowing_tokens(v)]
     return (
         f"{len(narrowable)} of the {len(variants)} term variants of the packaged parity queries "
@@ -128,14 +130,11 @@ def applicability() -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--chunks", type=int, default=20_000)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+def measure(chunks: int, repeats: int) -> dict:
+    """Upsert batch trials, the full load and reopen, and substring timings per term and store."""
     load = LoadMonitor().start()
     default_batch = qdrant.UPSERT_BATCH
-    rows, data = corpus(args.chunks)
+    rows, data = corpus(chunks)
     root = Path(tempfile.mkdtemp(prefix="bench-qdrant-"))
     try:
         batch_lines, best = batch_section(root, rows)
@@ -153,38 +152,45 @@ def main() -> None:
             "memory": build_backend("memory"),
         }
         stores["memory"].replace_papers(rows)
-        terms = term_rows(stores, rows, data, args.repeats)
+        terms = term_rows(stores, rows, data, repeats)
         for store in stores.values():
             store.close()
         shard.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     load.stop()
-    markdown = "\n".join(
+    return {"rows": rows.num_rows, "batch_lines": batch_lines, "best": best, "load_s": load_s,
+            "open_s": open_s, "terms": terms, "default_batch": default_batch,
+            "note": load.note()}  # fmt: skip
+
+
+def render(run: dict, repeats: int) -> str:
+    rows = run["rows"]
+    return "\n".join(
         [
             "## Qdrant (local mode)",
             "",
-            f"`python -m benchmarks.bench_qdrant --chunks {rows.num_rows}`. {load.note()}",
+            f"`python -m benchmarks.bench_qdrant --chunks {rows}`. {run['note']}",
             "",
             f"### Upsert batch size ({TRIAL_ROWS:,} rows of {DIM} dims + ~1 kB text each)",
             "",
-            *batch_lines,
+            *run["batch_lines"],
             "",
-            f"Fastest here: {best:,}. The backend uses {default_batch}: local "
+            f"Fastest here: {run['best']:,}. The backend uses {run['default_batch']}: local "
             "mode commits each point on its own, so throughput barely depends on the batch.",
             "",
-            f"### {rows.num_rows:,} chunks",
+            f"### {rows:,} chunks",
             "",
-            f"- replace_papers of all: {load_s:.1f} s ({rows.num_rows / load_s:,.0f} rows/s)",
-            f"- reopening the folder (local mode loads every point): {open_s:.1f} s",
+            f"- replace_papers of all: {run['load_s']:.1f} s ({rows / run['load_s']:,.0f} rows/s)",
+            f"- reopening the folder (local mode loads every point): {run['open_s']:.1f} s",
             "",
             "### Substring per term (top 20 in semantic order; median of "
-            f"{args.repeats}; scan = MatchSubstring only, narrowed = + MatchText on inner "
+            f"{repeats}; scan = MatchSubstring only, narrowed = + MatchText on inner "
             "tokens; local = qdrant-client local mode (what the backend runs here), engine = "
             "Qdrant's own engine in-process (qdrant-edge 0.9, with the server's payload "
             "indexes), memory = the exact numpy oracle)",
             "",
-            *terms,
+            *run["terms"],
             "",
             applicability(),
             "",
@@ -192,6 +198,14 @@ def main() -> None:
             "narrows on servers only, where the `document` full-text index serves MatchText.",
         ]
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--chunks", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    markdown = render(measure(args.chunks, args.repeats), args.repeats)
     write_section("qdrant", markdown)
     print(markdown)
 

@@ -33,13 +33,13 @@ from benchmarks.retrieval_stores import (
 from benchmarks.retrieval_sweep import sweep
 from benchmarks.retrieval_workload import (
     ExactAnnOracle,
-    MemoEmbedder,
     Workload,
     answer_all,
     latency_workload,
 )
 from candlefire_pipeline.backends.factory import pg_ann_params
 from candlefire_pipeline.embedding import embedder_for
+from candlefire_pipeline.embedding.memo import MemoEmbedder
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
 

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import statistics
+from dataclasses import dataclass
 
 from benchmarks import runtime_agreement, runtime_speed
 from benchmarks.helpers import LoadMonitor
@@ -33,19 +34,48 @@ def _fp32_winner(speeds: dict[str, float]) -> str:
     return max((r for r in speeds if EMBED_RUNTIMES[r] == "fp32"), key=speeds.get)
 
 
-def speed_section(settings: Settings, repeats: int, texts: int, sizes: list[int]) -> str:
+@dataclass
+class SpeedRun:
+    """What one speed measurement saw: per-runtime query timings, bulk timings per batch size."""
+
+    models: dict
+    query: dict
+    chunks: list[str]
+    bulk: dict
+    load: LoadMonitor
+
+
+def measure_speed(settings: Settings, repeats: int, texts: int, sizes: list[int]) -> SpeedRun:
     models = runtime_speed.query_models(settings, RUNTIMES)
     with LoadMonitor() as load:
         query = runtime_speed.query_path(models, repeats)
         chunks = runtime_speed.bulk_texts(texts)
         bulk = runtime_speed.bulk(settings, RUNTIMES, sizes, chunks, max(3, repeats // 10))
-    torch_p50 = runtime_speed.median_ms(query["torch"])
-    onnx_speed_up = torch_p50 / runtime_speed.median_ms(query["onnx"])
+    return SpeedRun(models, query, chunks, bulk, load)
+
+
+def speed_section(settings: Settings, repeats: int, texts: int, sizes: list[int]) -> str:
+    run = measure_speed(settings, repeats, texts, sizes)
+    bulk_lines, best_bulk = _bulk_lines(run, sizes)
+    return "\n".join(
+        [
+            f"Model `{settings.model_id}` on CPU; {os.cpu_count()} CPUs. All runtimes run"
+            " interleaved in one process (order rotated every round), medians over repeats.",
+            "",
+            *_query_lines(run, repeats),
+            *bulk_lines,
+            *_verdict_lines(run, best_bulk),
+            "",
+            run.load.note(),
+        ]
+    )
+
+
+def _query_lines(run: SpeedRun, repeats: int) -> list[str]:
+    torch_p50 = runtime_speed.median_ms(run.query["torch"])
+    onnx_speed_up = torch_p50 / runtime_speed.median_ms(run.query["onnx"])
     verdict = "met" if onnx_speed_up >= QUERY_SPEED_UP_GOAL else "MISSED"
     lines = [
-        f"Model `{settings.model_id}` on CPU; {os.cpu_count()} CPUs. All runtimes run"
-        " interleaved in one process (order rotated every round), medians over repeats.",
-        "",
         f"**Query path**: one request = 1 SciFact claim + {runtime_speed.ENTITY_NAMES} entity"
         f" names in one `embed` call, one request at a time, {repeats} requests per runtime."
         " torch is stock `SentenceTransformer.encode` (one batch padded to its longest text);"
@@ -55,23 +85,28 @@ def speed_section(settings: Settings, repeats: int, texts: int, sizes: list[int]
         "| runtime | p50 ms | p95 ms | CPU ms (median) | speed-up vs torch (p50) |",
         "|---|---|---|---|---|",
     ]
-    for runtime, timing in query.items():
+    for runtime, timing in run.query.items():
         p50 = runtime_speed.median_ms(timing)
         lines.append(
             f"| {runtime} | {p50:.1f} | {timing.p(0.95) * 1000:.1f} |"
             f" {statistics.median(timing.cpu) * 1000:.1f} | {torch_p50 / p50:.2f}x |"
         )
-    lines += [
+    return [
+        *lines,
         "",
         f"Query-path goal (issue #14): fp32 ONNX >= {QUERY_SPEED_UP_GOAL:.0f}x torch at p50:"
         f" **{onnx_speed_up:.2f}x, {verdict}**.",
         "",
-        *token_lines(models, runtime_speed.query_requests(repeats)),
+        *token_lines(run.models, runtime_speed.query_requests(repeats)),
     ]
-    lines += [
+
+
+def _bulk_lines(run: SpeedRun, sizes: list[int]) -> tuple[list[str], dict[str, float]]:
+    """The bulk table, and each runtime's best chunks/s over the batch sizes."""
+    lines = [
         "",
-        f"**Bulk**: {len(chunks)} chunks of 1,000 characters (SciFact text), chunks/s by batch"
-        " size (wall-clock median; CPU-time throughput in brackets):",
+        f"**Bulk**: {len(run.chunks)} chunks of 1,000 characters (SciFact text), chunks/s by"
+        " batch size (wall-clock median; CPU-time throughput in brackets):",
         "",
         "| runtime | " + " | ".join(f"batch {s}" for s in sizes) + " |",
         "|---|" + "---|" * len(sizes),
@@ -80,29 +115,27 @@ def speed_section(settings: Settings, repeats: int, texts: int, sizes: list[int]
     for runtime in RUNTIMES:
         cells = []
         for size in sizes:
-            timing = bulk[(runtime, size)]
-            rate = len(chunks) / statistics.median(timing.wall)
-            cpu_rate = len(chunks) / statistics.median(timing.cpu)
+            timing = run.bulk[(runtime, size)]
+            rate = len(run.chunks) / statistics.median(timing.wall)
+            cpu_rate = len(run.chunks) / statistics.median(timing.cpu)
             best_bulk[runtime] = max(best_bulk.get(runtime, 0.0), rate)
             cells.append(f"{rate:.1f} ({cpu_rate:.1f})")
         lines.append(f"| {runtime} | " + " | ".join(cells) + " |")
-    query_speed = {r: 1 / runtime_speed.median_ms(query[r]) for r in RUNTIMES}
+    return lines, best_bulk
+
+
+def _verdict_lines(run: SpeedRun, best_bulk: dict[str, float]) -> list[str]:
+    query_speed = {r: 1 / runtime_speed.median_ms(run.query[r]) for r in RUNTIMES}
     faster_query, faster_bulk = _fp32_winner(query_speed), _fp32_winner(best_bulk)
-    lines += [
+    agree = (faster_query, faster_bulk) == (DEFAULT_QUERY_RUNTIME, DEFAULT_BULK_RUNTIME)
+    return [
         "",
         f"Faster fp32 runtime: query path **{faster_query}**, bulk **{faster_bulk}**; defaults"
         f" in settings/embedding.py: query `{DEFAULT_QUERY_RUNTIME}`, bulk `{DEFAULT_BULK_RUNTIME}`"
-        + (
-            "."
-            if (faster_query, faster_bulk) == (DEFAULT_QUERY_RUNTIME, DEFAULT_BULK_RUNTIME)
-            else " -- **the defaults disagree with this run**."
-        ),
+        + ("." if agree else " -- **the defaults disagree with this run**."),
         "int8 is never a default: its vectors differ, so it is its own identity"
         " (`<model>@onnx-int8`) and needs a store built with it.",
-        "",
-        load.note(),
     ]
-    return "\n".join(lines)
 
 
 def token_lines(models: dict, requests: list[list[str]]) -> list[str]:

@@ -171,9 +171,9 @@ def _marks(run: dict) -> str:
     return ", ".join(f"{d:,} -> {mb}" for d, mb in marks) + f" ({_trend(timeline)})"
 
 
-def rss_section(chunks: int, runtime: str, model_chunks: int) -> str:
-    """The embedding-rss section: baselines, the real build and, if partial, the data path."""
-    model_chunks = min(model_chunks, chunks)
+def measure_rss(chunks: int, runtime: str, model_chunks: int) -> dict:
+    """Child processes' peak RSS: model baselines, the real build over the first model_chunks
+    chunks and, when that is a prefix, the data path over the prefix and the whole drop."""
     with tempfile.TemporaryDirectory() as tmp, LoadMonitor(every=30.0) as load:
         tmp = Path(tmp)
         drop, prefix = tmp / "build.jsonl", tmp / "prefix.jsonl"
@@ -190,34 +190,16 @@ def rss_section(chunks: int, runtime: str, model_chunks: int) -> str:
             data = {n: run_child("build", hashing, d, tmp / f"data-{n}")
                     for n, d in (("prefix", prefix), ("full", drop))}  # fmt: skip
             print(f"data path: {data}")
-    rows = "\n".join(
-        f"| load `{r}` + embed two batches of 1,000-char chunks | {b['peak_rss_mb']:.0f} |"
-        for r, b in baselines.items()
-    )
-    head = (
-        f"Peak RSS of one process materializing papers -> chunks -> embeddings for one drop of"
-        f" {built['papers']:,} papers ({built['mb']:.1f} MB JSONL) = **{built['chunks']:,}"
-        f" chunks** of ~1,000 characters (real SciFact/PubMedQA text at random offsets, new"
-        f" pmids, empty cache), bulk runtime `{runtime}` (ONNX: at most 16 full-length texts"
-        " per call). Each figure is the process's own `getrusage` peak, read by that process."
-        "\n\n| process | peak RSS (MB) |\n|---|---|\n"
-        f"{rows}\n"
-        f"| real model, all three stages, first {real['chunks']:,} chunks |"
-        f" {real['peak_rss_mb']:.0f} |\n"
-    )
-    if not data:
-        peak, how = real["peak_rss_mb"], "measured"
-    else:
-        added = max(0.0, data["full"]["peak_rss_mb"] - data["prefix"]["peak_rss_mb"])
-        peak, how = real["peak_rss_mb"] + added, "derived"
-        head += (
-            f"| data path only (`{data['full']['runtime']}`), first {data['prefix']['chunks']:,}"
-            f" chunks | {data['prefix']['peak_rss_mb']:.0f} |\n"
-            f"| data path only (`{data['full']['runtime']}`), all {data['full']['chunks']:,}"
-            f" chunks | {data['full']['peak_rss_mb']:.0f} |\n"
-        )
+    return {"built": built, "baselines": baselines, "real": real, "data": data, "load": load}
+
+
+def rss_section(chunks: int, runtime: str, model_chunks: int) -> str:
+    """The embedding-rss section: baselines, the real build and, if partial, the data path."""
+    run = measure_rss(chunks, runtime, min(model_chunks, chunks))
+    table, peak, how = _rss_table(run, runtime)
+    built, real, data = run["built"], run["real"], run["data"]
     met = "met" if peak <= GOAL_MB else "NOT met"
-    text = head + f"| **whole {built['chunks']:,}-chunk build ({how})** | **{peak:.0f}** |\n\n"
+    text = table + f"| **whole {built['chunks']:,}-chunk build ({how})** | **{peak:.0f}** |\n\n"
     if data:
         text += (
             f"The real model embeds {real['embed_rate']:.1f} chunks/s here, so it ran over the"
@@ -232,4 +214,34 @@ def rss_section(chunks: int, runtime: str, model_chunks: int) -> str:
     )
     if data:
         text += f"; data path over the whole drop: {_marks(data['full'])}"
-    return text + f".\n\n{load.note()}"
+    return text + f".\n\n{run['load'].note()}"
+
+
+def _rss_table(run: dict, runtime: str) -> tuple[str, float, str]:
+    """The table's head and rows, and the whole build's peak: measured, or derived."""
+    built, real, data = run["built"], run["real"], run["data"]
+    rows = "\n".join(
+        f"| load `{r}` + embed two batches of 1,000-char chunks | {b['peak_rss_mb']:.0f} |"
+        for r, b in run["baselines"].items()
+    )
+    head = (
+        f"Peak RSS of one process materializing papers -> chunks -> embeddings for one drop of"
+        f" {built['papers']:,} papers ({built['mb']:.1f} MB JSONL) = **{built['chunks']:,}"
+        f" chunks** of ~1,000 characters (real SciFact/PubMedQA text at random offsets, new"
+        f" pmids, empty cache), bulk runtime `{runtime}` (ONNX: at most 16 full-length texts"
+        " per call). Each figure is the process's own `getrusage` peak, read by that process."
+        "\n\n| process | peak RSS (MB) |\n|---|---|\n"
+        f"{rows}\n"
+        f"| real model, all three stages, first {real['chunks']:,} chunks |"
+        f" {real['peak_rss_mb']:.0f} |\n"
+    )
+    if not data:
+        return head, real["peak_rss_mb"], "measured"
+    added = max(0.0, data["full"]["peak_rss_mb"] - data["prefix"]["peak_rss_mb"])
+    head += (
+        f"| data path only (`{data['full']['runtime']}`), first {data['prefix']['chunks']:,}"
+        f" chunks | {data['prefix']['peak_rss_mb']:.0f} |\n"
+        f"| data path only (`{data['full']['runtime']}`), all {data['full']['chunks']:,}"
+        f" chunks | {data['full']['peak_rss_mb']:.0f} |\n"
+    )
+    return head, real["peak_rss_mb"] + added, "derived"

@@ -128,6 +128,28 @@ def _fit(text: str, filler: str) -> str:
     return text[:DOC_CHARS]
 
 
+def _chunk(pmid: str, j: int, n_chunks: int, title: str, year, citations: int, text: str):
+    """Chunk j of a synthetic paper, shaped like the chunker's (hashes filled in later)."""
+    section = "abstract" if j == 0 else SECTIONS[(j - 1) % len(SECTIONS)]
+    head = f"{title}\n" + ("\n" if j == 0 else f"[{section}]\n")
+    return {
+        "chunk_id": pmid if n_chunks == 1 else f"{pmid}_s{j}",
+        "pmid": pmid,
+        "section": section,
+        "chunk_index": j,
+        "title": title,
+        "year": year,
+        "doi": "",
+        "citation_count": max(citations, 0),
+        "entity_names": "",
+        "mesh_terms": "",
+        "has_full_text": n_chunks > 1,
+        "document": head + text,
+        "content_hash": "",
+        "paper_hash": "",
+    }
+
+
 def synthetic_corpus(
     papers: list[dict], base: np.ndarray, seed: int = 7, size: int = LATENCY_CHUNKS
 ) -> SyntheticCorpus:
@@ -164,26 +186,7 @@ def synthetic_corpus(
                 code = _spelling(rng, rng.choice(pool))
                 cut = rng.randrange(0, len(text) - 20)
                 text = f"{text[:cut]} {code} {text[cut:]}"[:DOC_CHARS]
-            section = "abstract" if j == 0 else SECTIONS[(j - 1) % len(SECTIONS)]
-            head = f"{paper['title']}\n" + ("\n" if j == 0 else f"[{section}]\n")
-            chunks.append(
-                {
-                    "chunk_id": pmid if n_chunks == 1 else f"{pmid}_s{j}",
-                    "pmid": pmid,
-                    "section": section,
-                    "chunk_index": j,
-                    "title": paper["title"],
-                    "year": year,
-                    "doi": "",
-                    "citation_count": max(citations, 0),
-                    "entity_names": "",
-                    "mesh_terms": "",
-                    "has_full_text": n_chunks > 1,
-                    "document": head + text,
-                    "content_hash": "",
-                    "paper_hash": "",
-                }
-            )
+            chunks.append(_chunk(pmid, j, n_chunks, paper["title"], year, citations, text))
     for chunk in chunks:
         chunk["content_hash"] = text_hash(chunk["chunk_id"] + chunk["document"])
         chunk["paper_hash"] = text_hash(chunk["pmid"])

@@ -101,10 +101,18 @@ def compare(
     dsn, rows, memory, embedder, requests, oracle, base: AnnParams, builds: bool, rebuild: bool
 ):
     """Markdown lines of the layout comparison (tables cached unless `rebuild`)."""
+    results, build_rows = measure_layouts(
+        dsn, rows, memory, embedder, requests, oracle, base, builds, rebuild
+    )
+    return layout_lines(rows.num_rows, embedder.dim, len(requests), base, results, build_rows)
+
+
+def measure_layouts(dsn, rows, memory, embedder, requests, oracle, base, builds, rebuild):
+    """Per layout and re-rank factor: figures, sizes, load time; HNSW build times by size."""
     qvecs = embedder.embed([r.query for r in requests])
     exact = memory.semantic_candidates(qvecs, 15)
     dim = embedder.dim
-    table_lines, build_lines = [], []
+    results, build_rows = [], []
     for name, (vector_type, quantization, factors) in LAYOUTS.items():
         label = f"layout_{name.replace('+', '_')}"
         ann = replace(base, vector_type=vector_type, quantization=quantization)
@@ -114,10 +122,7 @@ def compare(
         load_s = load(store, rows, embedder.model_id, dim)
         size = sizes(store)
         if builds:
-            build_lines += [
-                f"| {name} | {count:,} | {seconds:.1f} | {mb:.0f} |"
-                for count, seconds, mb in build_times(store, dim, rows.num_rows)
-            ]
+            build_rows += [(name, *t) for t in build_times(store, dim, rows.num_rows)]
         store.close()
         for factor in factors:
             tuned = replace(ann, rerank_factor=factor) if factor else ann
@@ -125,15 +130,15 @@ def compare(
             m = measure_layout(store, embedder, requests, oracle, qvecs, exact)
             store.close()
             shown = f"{name} (re-rank {factor}x)" if factor else name
-            table_lines.append(
-                f"| {shown} | {m['ann_recall']:.4f} | {m['final']:.4f} | {ms(m['semantic'])}"
-                f" | {ms(m['entities'])} | {ms(m['store'])} | {size['table']:.0f} |"
-                f" {size['ann']:.0f} | {size['indexes']:.0f} | {load_s:.0f} |"
-            )
+            results.append((shown, m, size, load_s))
+    return results, build_rows
+
+
+def layout_lines(n_rows, dim, n_requests, base, results, build_rows) -> list[str]:
     lines = [
-        f"Storage and ANN options on the same {rows.num_rows:,} chunks ({dim}-dim), per-stage"
+        f"Storage and ANN options on the same {n_rows:,} chunks ({dim}-dim), per-stage"
         f" ef_search semantic {base.ef_search} / entities {base.ef_search_entities};"
-        f" {len(requests)} requests, embeddings memoized (store time only). ANN recall@15:"
+        f" {n_requests} requests, embeddings memoized (store time only). ANN recall@15:"
         " semantic_candidates(k=15) vs the exact oracle's chunks; final recall@15: the final"
         " retrieve() PMIDs vs the oracle's. Binary: HNSW over `binary_quantize(embedding)::bit"
         f"({dim})` (Hamming), n x re-rank candidates re-ranked by exact cosine on the stored"
@@ -142,9 +147,14 @@ def compare(
         "| layout | ANN recall@15 | final recall@15 | semantic p50 / p95 ms | entities p50 / p95"
         " ms | store total p50 / p95 ms | table MB | ANN index MB | all indexes MB | build s |",
         "|---|---|---|---|---|---|---|---|---|---|",
-        *table_lines,
+        *(
+            f"| {shown} | {m['ann_recall']:.4f} | {m['final']:.4f} | {ms(m['semantic'])}"
+            f" | {ms(m['entities'])} | {ms(m['store'])} | {size['table']:.0f} |"
+            f" {size['ann']:.0f} | {size['indexes']:.0f} | {load_s:.0f} |"
+            for shown, m, size, load_s in results
+        ),
     ]
-    if build_lines:
+    if build_rows:
         lines += [
             "",
             "HNSW build time by corpus size (m / ef_construction from settings, 2 parallel"
@@ -152,6 +162,6 @@ def compare(
             "",
             "| layout | rows in graph | build s | index MB |",
             "|---|---|---|---|",
-            *build_lines,
+            *(f"| {n} | {c:,} | {s:.1f} | {mb:.0f} |" for n, c, s, mb in build_rows),
         ]
     return lines

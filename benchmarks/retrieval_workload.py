@@ -42,21 +42,6 @@ def latency_workload(embedder, size: int = LATENCY_CHUNKS) -> Workload:
     return Workload(rows, corpus, entity_pool([r["title"] for r in records]))
 
 
-class MemoEmbedder:
-    """The real embedder, each text embedded once: sweeps time the store, not the model."""
-
-    def __init__(self, embedder) -> None:
-        self.inner = embedder
-        self.model_id, self.dim = embedder.model_id, embedder.dim
-        self._memo: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        if missing:
-            self._memo.update(zip(missing, self.inner.embed(missing), strict=True))
-        return np.stack([self._memo[t] for t in texts])
-
-
 class ExactAnnOracle:
     """The exact memory backend for every ANN call; the pgvector store for the substring paths.
 

@@ -4,6 +4,7 @@ fetch-pubmed, create-reader-role."""
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from datetime import date
@@ -12,37 +13,21 @@ from pathlib import Path
 from candlefire_pipeline.settings import Settings, redact_dsn
 from candlefire_pipeline.stores import BACKEND_NAMES
 
-log = logging.getLogger("candlefire")
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
 OPERATOR_COMMANDS = ("status", "rollback", "promote", "query")
 
 
-def register_drops(settings: Settings, source: str = "register-drops") -> list[str]:
-    """A dynamic partition for every drop file, and the drops recorded as taken in: the drop
-    sensor launches nothing for them unless a file changes."""
-    import dagster as dg
-
-    from candlefire_pipeline.corpus.drop_record import record_drops
-    from candlefire_pipeline.corpus.drop_scan import scan_drops
-    from candlefire_pipeline.corpus.drops import validate_batch_key
-    from candlefire_pipeline.defs.partitions import ingest_batches
-
-    drops = scan_drops(settings.drops_dir)
-    keys = [validate_batch_key(d.name) for d in drops]
-    with dg.DagsterInstance.get() as instance:
-        known = set(instance.get_dynamic_partitions(ingest_batches.name))
-        instance.add_dynamic_partitions(ingest_batches.name, [k for k in keys if k not in known])
-    record_drops(settings.drop_record_file, drops, source=source)
-    return keys
-
-
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.cli_demo import run_demo
+    # Dagster is imported only by the verbs that drive it, from the Dagster layer (defs/)
+    from candlefire_pipeline.defs.demo_launch import run_demo
+    from candlefire_pipeline.defs.drop_registration import register_drops
 
     return run_demo(settings, lambda s: register_drops(s, source="candlefire demo"))
 
 
 def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.defs.drop_registration import register_drops
+
     keys = register_drops(settings)
     print(f"{len(keys)} drop partitions registered: {', '.join(keys)}")
     return 0
@@ -96,8 +81,8 @@ def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
     import os
 
+    from candlefire_pipeline.backends.factory import resolve_dsn
     from candlefire_pipeline.backends.pg.roles import ensure_reader_role
-    from candlefire_pipeline.backends.pg.server import resolve_dsn
 
     password = os.environ.get(args.password_env) if args.password_env else None
     ensure_reader_role(resolve_dsn(settings), args.role, password, settings.pg_table)
@@ -111,7 +96,7 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
     if args.backend == "serving":
         print(f"serving backend: {backend} (as the app reads it: switch + override)")
-    print(format_retrieval(retrieval, args.term))
+    print(format_retrieval(retrieval))
     return 0
 
 
@@ -143,9 +128,10 @@ def cmd_fetch(args: argparse.Namespace, settings: Settings, transport=None) -> i
             args.query, args.since, drops_dir, **options, **credentials, transport=transport
         )
     except (ValueError, PubmedFetchError, OSError) as exc:
-        log.error("fetch-pubmed failed: %s", exc)
+        print(f"candlefire fetch-pubmed: failed: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
-    log.info("fetch-pubmed: %d requests, %d retries", result.requests, result.retries)
+    written = f"{result.count} records in {result.path}" if result.path else "no new records"
+    print(f"fetch-pubmed: {written} ({result.requests} requests, {result.retries} retries)")
     return 0
 
 
@@ -174,17 +160,20 @@ def cmd_maintain(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="candlefire", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="write the demo drops and run the whole DAG through the CLI")
-    sub.add_parser("register-drops", help="add a partition for every file in the drops folder")
-    sub.add_parser("status", help="serving backend, last parity report, store health")
-    rollback = sub.add_parser(
-        "rollback", help="serve from Chroma at once and pin it (no Postgres needed)"
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", help="also show library logs below WARNING"
     )
+    parser = argparse.ArgumentParser(prog="candlefire", description=__doc__, parents=[common])
+    sub = parser.add_subparsers(dest="command", required=True)
+    add = functools.partial(sub.add_parser, parents=[common])
+    add("demo", help="write the demo drops and run the whole DAG through the CLI")
+    add("register-drops", help="add a partition for every file in the drops folder")
+    add("status", help="serving backend, last parity report, store health")
+    rollback = add("rollback", help="serve from Chroma at once and pin it (no Postgres needed)")
     rollback.add_argument("--reason", required=True, help="why (recorded in the history)")
     rollback.add_argument("--by", default=None, help="who (default: the login name)")
-    promote = sub.add_parser(
+    promote = add(
         "promote", help="serve from pgvector on a passing report (the only way out of a pin)"
     )
     promote.add_argument("--reason", required=True, help="why (recorded in the history)")
@@ -192,29 +181,35 @@ def _parser() -> argparse.ArgumentParser:
     promote.add_argument(
         "--run-report", action="store_true", help="run a new parity report first and use it"
     )
-    reader = sub.add_parser("create-reader-role", help="a read-only Postgres role for serving")
+    reader = add("create-reader-role", help="a read-only Postgres role for serving")
     reader.add_argument("--role", default="candlefire_reader")
     reader.add_argument("--password-env", default="", help="env var holding the role's password")
-    query = sub.add_parser("query", help="run the full retriever on one backend")
+    query = add("query", help="run the full retriever on one backend")
     query.add_argument("text")
     query.add_argument("--entity", action="append", default=[])
-    query.add_argument("--term", action="append", default=[])
+    query.add_argument(
+        "--term",
+        action="append",
+        default=None,
+        help="a keyword/grounding term (repeatable); without any, the identifier tokens of the "
+        "text are taken, as the app does",
+    )
     query.add_argument(
         "--backend",
         choices=["serving", *BACKEND_NAMES],
         default="serving",
         help="serving (default) follows the switch exactly as the app does",
     )
-    repair = sub.add_parser("repair", help="reconcile a store with the ledger (dry run by default)")
+    repair = add("repair", help="reconcile a store with the ledger (dry run by default)")
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
-    maintain = sub.add_parser(
+    maintain = add(
         "maintain", help="index health of every store; --apply vacuums / rebuilds (dry run default)"
     )
     maintain.add_argument(
         "--apply", action="store_true", help="run what the dry run reports (never blocks serving)"
     )
-    fetch = sub.add_parser("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
+    fetch = add("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     add_fetch_arguments(fetch)
     return parser
 
@@ -233,9 +228,20 @@ COMMANDS = {
 }
 
 
+def configure_output(verbose: bool) -> None:
+    """The terminal shows each verb's own output; library logs only from WARNING up and Python
+    warnings not at all (both in full with --verbose)."""
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)
+    logging.captureWarnings(not verbose)
+    # captured warnings (e.g. platformdirs' RuntimeDirWarning) are for developers, not operators
+    logging.getLogger("py.warnings").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
+    configure_output(args.verbose)
     try:
         # a rollback must work even when a gate threshold in the environment is out of range
         settings = Settings.from_env(parity=args.command != "rollback")

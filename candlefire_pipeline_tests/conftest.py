@@ -11,6 +11,7 @@ import pytest
 pytest_plugins = [
     "candlefire_pipeline_tests.fixtures_backends",
     "candlefire_pipeline_tests.fixtures_ray",
+    "candlefire_pipeline_tests.fixtures_conformance",
 ]
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -56,3 +57,22 @@ def onnx_dir(tmp_path_factory) -> Iterator[Path]:
             os.environ.pop("CANDLEFIRE_ONNX_DIR", None)
         else:
             os.environ["CANDLEFIRE_ONNX_DIR"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def conformance_cache(tmp_path_factory) -> Iterator[Path]:
+    """One conformance result cache for the session, also for subprocesses.
+
+    A result is keyed by code, fixtures, store configuration and server version, so every parity
+    report of the session on equally configured stores reuses the first one's check.
+    """
+    path = tmp_path_factory.mktemp("conformance")
+    before = os.environ.get("CANDLEFIRE_CONFORMANCE_CACHE")
+    os.environ["CANDLEFIRE_CONFORMANCE_CACHE"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("CANDLEFIRE_CONFORMANCE_CACHE", None)
+        else:
+            os.environ["CANDLEFIRE_CONFORMANCE_CACHE"] = before

@@ -38,11 +38,10 @@ from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.schema import store_rows
 from candlefire_pipeline.stores import BACKEND_NAMES
 
-#: pgvector storage/ANN layouts besides the default (vector, plain HNSW) the suites also run on.
+#: pgvector ANN index layouts besides the default (float32 HNSW) the suites also run on.
 PG_LAYOUTS = {
     "pgvector-halfvec": AnnParams(vector_type="halfvec"),
     "pgvector-binary": AnnParams(quantization="binary"),
-    "pgvector-halfvec-binary": AnnParams(vector_type="halfvec", quantization="binary"),
 }
 
 

@@ -10,9 +10,10 @@ from benchmarks.churn_data import Reviser
 from benchmarks.churn_report import partial_section, section
 from benchmarks.churn_soak import SoakPlan, run_soak
 from benchmarks.retrieval_data import embed_cached, scifact_records
-from benchmarks.retrieval_workload import MemoEmbedder, latency_workload
+from benchmarks.retrieval_workload import latency_workload
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.embedding import load_embedder
+from candlefire_pipeline.embedding.memo import MemoEmbedder
 
 SIZE, DROPS, EVERY, SHARE = 1_500, 4, 2, 0.2
 

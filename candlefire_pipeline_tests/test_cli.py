@@ -130,10 +130,10 @@ def test_the_operator_commands_walk_the_transition_table(ingested, capsys, monke
     assert pending_entries(settings.serving_pending_file) == []  # Postgres took every change
 
 
-def test_fetch_pubmed_is_dispatched_like_every_command(tmp_path, monkeypatch, caplog):
+def test_fetch_pubmed_is_dispatched_like_every_command(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CANDLEFIRE_DATA_DIR", str(tmp_path))
     # invalid input is refused before any request: no network needed to see the dispatch
     args = ["fetch-pubmed", "--query", "SOD1", "--since", "2025-01-01", "--batch-size", "0"]
     assert candlefire(args) == 2
-    assert "batch_size must be 1..10000" in caplog.text
+    assert "batch_size must be 1..10000" in capsys.readouterr().err
     assert not (tmp_path / "drops").exists()

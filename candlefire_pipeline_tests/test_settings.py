@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import inspect
 import os
-from dataclasses import asdict
 
 import pytest
 
-from candlefire_pipeline.backends.factory import backend_class
+from candlefire_pipeline.backends.factory import backend_class, pg_ann_params
 from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.serving import read_state
 from candlefire_pipeline.settings import (
     THRESHOLD_RANGES,
     ParityThresholds,
-    PgAnnSettings,
     Settings,
     executor_mode,
 )
@@ -111,7 +109,7 @@ def test_an_unset_environment_gives_exactly_the_dataclass_defaults(monkeypatch, 
         ("pgvector", "substring_mode", Settings.substring_mode),
         ("qdrant", "hnsw_m", Settings.hnsw_m),
         ("qdrant", "hnsw_ef_construction", Settings.hnsw_ef_construction),
-        ("qdrant", "ef_search", PgAnnSettings.ef_search),
+        ("qdrant", "ef_search", Settings.hnsw_ef_search),
         ("qdrant", "lock_timeout", Settings.qdrant_lock_timeout),
         ("qdrant", "collection", Settings.qdrant_collection),
         ("qdrant", "substring_mode", Settings.substring_mode),
@@ -127,8 +125,8 @@ def test_a_backend_built_without_settings_has_the_settings_defaults(name, parame
     assert signature.parameters[parameter].default == default
 
 
-def test_the_pg_drivers_ann_defaults_are_the_settings_defaults():
-    assert asdict(AnnParams()) == asdict(PgAnnSettings())
+def test_the_pg_drivers_ann_defaults_are_the_settings_defaults(tmp_path):
+    assert AnnParams() == pg_ann_params(Settings(tmp_path, tmp_path / "drops"))
 
 
 @pytest.mark.parametrize(
@@ -137,7 +135,7 @@ def test_the_pg_drivers_ann_defaults_are_the_settings_defaults():
         ("CANDLEFIRE_SUBSTRING_MODE", "glob", "ILIKE", lambda: Settings.from_env().substring_mode),
         ("CANDLEFIRE_SERVING_BACKEND", "qdrant", "Chroma",
          lambda: Settings.from_env().serving_override),
-        ("CANDLEFIRE_EXECUTOR", "celery", "multiprocess", lambda: executor_mode()[0]),
+        ("CANDLEFIRE_RUN_EXECUTOR", "celery", "multiprocess", lambda: executor_mode()[0]),
         ("CANDLEFIRE_EMBED_EXECUTOR", "dask", "In_Process",
          lambda: Settings.from_env().embed_executor),
         ("CANDLEFIRE_EMBED_RUNTIME", "tensorrt", "Torch",

@@ -110,9 +110,11 @@ class VectorBackend(Protocol):
         """
 
     def substring_candidates(
-        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[ResultRow]:
-        """Top-n chunks whose document contains any variant, in semantic order."""
+        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
+        """Per variant i, the top-n chunks whose document contains variants[i] (exact substring,
+        the store's substring mode) by cosine similarity to vectors[i], best first; in one round
+        trip where the store allows. Exact: every matching chunk is ranked, no graph walk."""
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         """Whether any chunk's document contains any variant (grounding)."""

@@ -192,6 +192,24 @@ def clean_variants(variants: Sequence[str] | str) -> list[str]:
     return out
 
 
+def check_variant_queries(variants: Sequence[str] | str, vectors: np.ndarray) -> list[str]:
+    """The variants of a substring_candidates call, one query vector each (not deduplicated:
+    answer i belongs to variants[i])."""
+    if isinstance(variants, str):
+        raise TypeError("variants must be a sequence of strings, not one string")
+    variants = list(variants)
+    for variant in variants:
+        if not isinstance(variant, str) or not variant:
+            raise ValueError(f"substring variants must be non-empty strings, got {variant!r}")
+    shape = np.shape(vectors)
+    if variants and (len(shape) != 2 or shape[0] != len(variants)):
+        raise ValueError(
+            f"substring_candidates needs one query vector per variant: {len(variants)} variants, "
+            f"vectors of shape {shape}"
+        )
+    return variants
+
+
 def like_pattern(variant: str) -> str:
     r"""'%variant%' with LIKE's metacharacters escaped for ESCAPE '\'."""
     escaped = variant.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.settings import Settings
-from candlefire_pipeline.stores import BACKEND_NAMES
+from candlefire_pipeline.stores import BACKEND_NAMES, CHROMA, MEMORY, PGVECTOR, QDRANT
 
 if TYPE_CHECKING:
     from candlefire_pipeline.backends.pg.layout import AnnParams
@@ -17,19 +17,19 @@ if TYPE_CHECKING:
 
 def backend_class(name: str) -> type[VectorBackend]:
     """The class behind a backend name (imported on use: Chroma and Qdrant are heavy)."""
-    if name == "pgvector":
+    if name == PGVECTOR:
         from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 
         return PgVectorBackend
-    if name == "chroma":
+    if name == CHROMA:
         from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 
         return ChromaBackend
-    if name == "qdrant":
+    if name == QDRANT:
         from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 
         return QdrantBackend
-    if name == "memory":
+    if name == MEMORY:
         from candlefire_pipeline.backends.memory import MemoryBackend
 
         return MemoryBackend
@@ -41,20 +41,31 @@ def build_backend(name: str, *args, **options) -> VectorBackend:
     return backend_class(name)(*args, **options)
 
 
+def resolve_dsn(settings: Settings) -> str:
+    """settings.pg_dsn when set, else the embedded server under settings.pg_data_dir."""
+    if settings.pg_dsn:
+        return settings.pg_dsn
+    from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
+
+    return EmbeddedPostgres(settings.pg_data_dir).dsn
+
+
 def pg_ann_params(settings: Settings) -> AnnParams:
     """The pgvector driver's ANN parameters from the validated CANDLEFIRE_PG_* / HNSW_* settings."""
     from candlefire_pipeline.backends.pg.layout import AnnParams
 
-    return AnnParams(**asdict(settings.pg_ann))
+    return AnnParams(
+        **asdict(settings.pg_ann),
+        ef_search=settings.hnsw_ef_search,
+        ef_search_entities=settings.hnsw_ef_search_entities,
+    )
 
 
 def open_backend(name: str, settings: Settings) -> VectorBackend:
     """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
-    if name == "pgvector":
-        from candlefire_pipeline.backends.pg.server import resolve_dsn
-
+    if name == PGVECTOR:
         return build_backend(
-            "pgvector",
+            PGVECTOR,
             resolve_dsn(settings),
             table=settings.pg_table,
             substring_mode=settings.substring_mode,
@@ -62,10 +73,10 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             hnsw_ef_construction=settings.hnsw_ef_construction,
             ann=pg_ann_params(settings),
         )
-    if name == "chroma":
+    if name == CHROMA:
         local = settings.chroma_host is None
         return build_backend(
-            "chroma",
+            CHROMA,
             path=settings.chroma_path if local else None,
             host=settings.chroma_host,
             port=settings.chroma_port,
@@ -73,14 +84,15 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             token=settings.chroma_token,
             ssl=settings.chroma_ssl,
             ca_bundle=settings.chroma_ca_bundle,
+            ef_search=settings.chroma_ef_search,
             # $contains has one semantics (case-sensitive); the setting chooses pgvector's and the
             # oracle's, and the parity report counts where they differ from Chroma's.
             substring_mode="like",
         )
-    if name == "qdrant":
+    if name == QDRANT:
         local = settings.qdrant_url is None
         return build_backend(
-            "qdrant",
+            QDRANT,
             path=settings.qdrant_path if local else None,
             url=settings.qdrant_url,
             api_key=settings.qdrant_api_key,
@@ -89,7 +101,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             substring_mode="like",
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
-            ef_search=settings.pg_ann.ef_search,  # the semantic stage's ef (hnsw_ef)
+            ef_search=settings.hnsw_ef_search,  # the semantic stage's ef: Qdrant's hnsw_ef
             lock_timeout=settings.qdrant_lock_timeout,
         )
     return build_backend(name, substring_mode=settings.substring_mode)

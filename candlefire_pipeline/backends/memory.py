@@ -190,16 +190,22 @@ class MemoryBackend:
         return [view.ranked(keep, sims[:, q], n) for q in range(len(queries))]
 
     def substring_candidates(
-        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[ResultRow]:
+        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
-        query = common.query_matrix(vector, self._model)[0]
-        hits = self._substring_hits(variants, where)
-        view = self._current()
-        if view is None or hits.size == 0:
+        variants = common.check_variant_queries(variants, vectors)
+        if not variants:
             return []
-        sims = view.unit[hits] @ common.unit_rows(query[None, :])[0]
-        return view.ranked(hits, sims, n)
+        queries = common.unit_rows(common.query_matrix(vectors, self._model))
+        view = self._current()
+        out: list[list[ResultRow]] = []
+        for variant, query in zip(variants, queries, strict=True):
+            hits = self._substring_hits([variant], where)
+            if view is None or hits.size == 0:
+                out.append([])
+            else:
+                out.append(view.ranked(hits, view.unit[hits] @ query, n))
+        return out
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         return self._substring_hits(variants, common.check_filter(where)).size > 0

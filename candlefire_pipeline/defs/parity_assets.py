@@ -33,7 +33,8 @@ from candlefire_pipeline.parity.gates import (
     gates_from_dicts,
 )
 from candlefire_pipeline.parity.report import ParityReport
-from candlefire_pipeline.parity.report_markdown import plots_section
+from candlefire_pipeline.parity.report_files import write_report
+from candlefire_pipeline.parity.report_markdown import plots_section, report_markdown
 from candlefire_pipeline.stores import (
     CANDIDATE,
     CHROMA,
@@ -87,7 +88,7 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         resources = {PGVECTOR: pgvector, CHROMA: chroma, QDRANT: qdrant}
         with open_stores(**{name: resources[name] for name in settings.stores}) as opened:
             report = run_report(settings, pipeline.query_embedder(), opened)
-        json_path, md_path = report.write(settings.reports_dir)
+        json_path, md_path = write_report(report, settings.reports_dir)
         headline = report.headline()
         context.log.info(
             "parity: " + ", ".join(f"{k}={v:.3f}" for k, v in sorted(headline.items()))
@@ -129,7 +130,7 @@ def _report_metadata(report: ParityReport, json_path: Path, md_path: Path) -> di
         "unavailable_stores": ", ".join(report.unavailable) or "none",
         "plots": dg.MetadataValue.md(plots_markdown(report, md_path.parent)),
         "report": dg.MetadataValue.md(
-            report.to_markdown(image_link=lambda name: data_uri(md_path.parent / name))
+            report_markdown(report, image_link=lambda name: data_uri(md_path.parent / name))
         ),
         "json_path": dg.MetadataValue.path(str(json_path)),
         "markdown_path": dg.MetadataValue.path(str(md_path)),

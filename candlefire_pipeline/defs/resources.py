@@ -6,8 +6,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import PrivateAttr
 
-from candlefire_pipeline.backends.factory import opened_backend
-from candlefire_pipeline.backends.pg.server import resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
 from candlefire_pipeline.embedding import EmbeddingCache, embedder_for, stage_embedder
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT

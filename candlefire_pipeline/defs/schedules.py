@@ -13,9 +13,9 @@ _SETTINGS = code_location_settings()
 parity_refresh_schedule = dg.ScheduleDefinition(
     name="parity_refresh_schedule",
     job=parity_job,
-    cron_schedule=_SETTINGS.ingest_cron,
+    cron_schedule=_SETTINGS.parity_cron,
     execution_timezone="UTC",
-    description="Nightly by default (CANDLEFIRE_INGEST_CRON).",
+    description="Nightly by default (CANDLEFIRE_PARITY_CRON).",
 )
 
 

@@ -26,6 +26,7 @@ from candlefire_pipeline.defs.store_policies import (
     retried_only_if_transient,
 )
 from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
+from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 _SUMMED = (
     "rows_written", "papers_replaced", "papers_unchanged", "papers_superseded",
@@ -135,7 +136,7 @@ def qdrant_chunks(
     return dg.MaterializeResult(metadata=_apply(context, pipeline, qdrant))
 
 
-STORE_ASSETS = {"pgvector": pgvector_chunks, "chroma": chroma_chunks, "qdrant": qdrant_chunks}
+STORE_ASSETS = {PGVECTOR: pgvector_chunks, CHROMA: chroma_chunks, QDRANT: qdrant_chunks}
 
 
 def store_assets(stores: Sequence[str]) -> list[dg.AssetsDefinition]:

@@ -10,12 +10,13 @@ from contextlib import contextmanager
 import dagster as dg
 
 from candlefire_pipeline.backends.transient import is_transient
+from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 POSTGRES_POOL = "postgres_writes"
 CHROMA_POOL = "chroma_writes"
 QDRANT_POOL = "qdrant_writes"
 #: store name -> the pool its asset and its ledger check run in
-STORE_POOLS = {"pgvector": POSTGRES_POOL, "chroma": CHROMA_POOL, "qdrant": QDRANT_POOL}
+STORE_POOLS = {PGVECTOR: POSTGRES_POOL, CHROMA: CHROMA_POOL, QDRANT: QDRANT_POOL}
 
 #: 1 + 2 + 4 + 8 + 16 s (each +/- jitter): rides out a store restart of about half a minute.
 STORE_WRITE_RETRY = dg.RetryPolicy(

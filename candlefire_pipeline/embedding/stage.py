@@ -138,13 +138,7 @@ def write_embeddings(
     a line (done/total, rate, ETA) after the first batch, then every `progress_interval`
     seconds, and one at the end; the summary carries the final figures.
     """
-    chunks_file = pq.ParquetFile(chunks_path)
-    missing = set(_READ_COLUMNS) - set(chunks_file.schema_arrow.names)
-    if missing:
-        raise ValueError(f"{chunks_path} lacks chunk columns {sorted(missing)}")
-    schema = embedding_schema(embedder.dim)
-    out_path = Path(out_path)
-    tmp_path = out_path.with_name(out_path.name + ".tmp")
+    chunks_file = _chunks_file(chunks_path)
 
     def report(message: str) -> None:
         logger.info(message)
@@ -159,17 +153,8 @@ def write_embeddings(
         interval_s=progress_interval,
     )
     model_timer = [0.0]
-    embedded = 0
-    try:
-        with pq.ParquetWriter(tmp_path, schema, **_WRITER_OPTIONS) as writer:
-            for batch in chunks_file.iter_batches(batch_size=read_batch, columns=_READ_COLUMNS):
-                vectors, fresh = _batch_vectors(batch, embedder, cache, model_timer)
-                writer.write_table(_embedding_table(batch, vectors, embedder, schema))
-                embedded += fresh
-                meter.update(meter.done + batch.num_rows)
-        os.replace(tmp_path, out_path)
-    finally:
-        tmp_path.unlink(missing_ok=True)
+    batches = chunks_file.iter_batches(batch_size=read_batch, columns=_READ_COLUMNS)
+    embedded = _write_vectors(batches, Path(out_path), embedder, cache, meter, model_timer)
     final = meter.finish()
     return EmbeddingSummary(
         chunks=final.done,
@@ -183,3 +168,29 @@ def write_embeddings(
         model_seconds=model_timer[0],
         progress_reports=meter.reports,
     )
+
+
+def _chunks_file(chunks_path: Path) -> pq.ParquetFile:
+    chunks_file = pq.ParquetFile(chunks_path)
+    missing = set(_READ_COLUMNS) - set(chunks_file.schema_arrow.names)
+    if missing:
+        raise ValueError(f"{chunks_path} lacks chunk columns {sorted(missing)}")
+    return chunks_file
+
+
+def _write_vectors(batches, out_path: Path, embedder, cache, meter, model_timer) -> int:
+    """Stream the batches' vectors into out_path (published atomically); chunks embedded."""
+    schema = embedding_schema(embedder.dim)
+    tmp_path = out_path.with_name(out_path.name + ".tmp")
+    embedded = 0
+    try:
+        with pq.ParquetWriter(tmp_path, schema, **_WRITER_OPTIONS) as writer:
+            for batch in batches:
+                vectors, fresh = _batch_vectors(batch, embedder, cache, model_timer)
+                writer.write_table(_embedding_table(batch, vectors, embedder, schema))
+                embedded += fresh
+                meter.update(meter.done + batch.num_rows)
+        os.replace(tmp_path, out_path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+    return embedded

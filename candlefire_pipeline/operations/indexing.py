@@ -119,14 +119,7 @@ def _apply(
     started = time.perf_counter()
     batch_dir = batches_dir / batch_key
     rows = read_store_rows(batch_dir, batch_key)
-    row_model = _stored_model(rows)
-    if model is None:
-        model = row_model
-    elif rows.num_rows and row_model != model:
-        raise ValueError(
-            f"{batch_key}: embeddings were made with {row_model[0]} ({row_model[1]}-dim) but the "
-            f"pipeline is configured for {model[0]} ({model[1]}-dim); re-materialize embeddings"
-        )
+    model = _checked_model(rows, model, batch_key)
     if model[0]:
         backend.ensure_schema(*model)
     deleted = pq.read_table(batch_dir / "deleted.parquet")["pmid"].to_pylist()
@@ -164,6 +157,22 @@ def _apply(
         summary.papers_superseded, len(to_delete),
     )  # fmt: skip
     return summary
+
+
+def _checked_model(
+    rows: pa.Table, model: tuple[str, int] | None, batch_key: str
+) -> tuple[str, int]:
+    """The model to write under: the configured one, which the rows must have been made with
+    (None: the rows' own)."""
+    row_model = _stored_model(rows)
+    if model is None:
+        return row_model
+    if rows.num_rows and row_model != model:
+        raise ValueError(
+            f"{batch_key}: embeddings were made with {row_model[0]} ({row_model[1]}-dim) but the "
+            f"pipeline is configured for {model[0]} ({model[1]}-dim); re-materialize embeddings"
+        )
+    return model
 
 
 def _write(backend: VectorBackend, rows: pa.Table, progress: Callable[[str], None] | None) -> int:

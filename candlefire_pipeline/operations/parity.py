@@ -14,12 +14,14 @@ from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks, snapshot
+from candlefire_pipeline.operations.conformance import check_stores
 from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.operations.pg_versions import live_versions, store_versions
 from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
-from candlefire_pipeline.parity.report import ParityReport, load_latest
+from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report_files import load_latest
 from candlefire_pipeline.parity.shadow_window import load_latest_window
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
@@ -136,6 +138,7 @@ def run_report(
     report = run_parity(
         retrievers, queries, reference=REFERENCE, candidate=CANDIDATE, oracle=ORACLE
     )
+    report.conformance = check_stores(settings, report.backends)
     report.started_at = started.isoformat()
     report.ledger = {"read_at": started.isoformat(), "applied": ledger}
     report.store_diffs = {n: d for n, d in store_diffs.items() if n in report.backends}

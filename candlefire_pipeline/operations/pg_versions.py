@@ -3,8 +3,8 @@ pgvector_version gate and `candlefire status` (the floor itself: backends/pg/ver
 
 from __future__ import annotations
 
+from candlefire_pipeline.backends.factory import resolve_dsn
 from candlefire_pipeline.backends.pg.connect import connect
-from candlefire_pipeline.backends.pg.server import resolve_dsn
 from candlefire_pipeline.backends.pg.version import ServerVersions, read_versions
 from candlefire_pipeline.settings import Settings
 

@@ -17,7 +17,11 @@ SERVING = "serving"  # follow the switch, exactly as the app does (operations/re
 
 
 def run_query(
-    settings: Settings, backend_name: str, text: str, entities: list[str], terms: list[str]
+    settings: Settings,
+    backend_name: str,
+    text: str,
+    entities: list[str],
+    terms: list[str] | None,
 ) -> tuple[str, Retrieval]:
     """(backend used, retrieve() result) on one backend, or (backend_name "serving") on the one
     the switch names, read exactly as the app reads it."""
@@ -36,17 +40,26 @@ def run_query(
         return backend_name, retriever.retrieve(text, entity_names=entities, terms=terms)
 
 
-def format_retrieval(retrieval: Retrieval, terms: list[str]) -> str:
+def format_retrieval(retrieval: Retrieval) -> str:
+    """The cited papers, why any were withheld or added, the grounding of every term, timings."""
     lines = [f"{'#':>2}  {'PMID':<12} {'year':>4}  {'final':>8} {'rerank':>8} {'rrf':>7}  title"]
     for rank, row in enumerate(retrieval.results, 1):
+        if row.get("injected"):
+            scores = f"{'landscape-only keyword hit':>25}"
+        else:
+            scores = f"{row['final_score']:8.4f} {row['rerank_score']:8.4f} {row['rrf_score']:7.4f}"
         lines.append(
-            f"{rank:>2}  {row['pmid']:<12} {row.get('year') or '':>4}  {row['final_score']:8.4f} "
-            f"{row['rerank_score']:8.4f} {row['rrf_score']:7.4f}  {row['title'][:70]}"
+            f"{rank:>2}  {row['pmid']:<12} {row.get('year') or '':>4}  {scores}  "
+            f"{row['title'][:70]}"
         )
-    for term in terms:
-        g = retrieval.grounding[term]
+    citations = retrieval.citations
+    if citations.evidence_ungrounded:
+        focus = ", ".join(retrieval.plan.focus_terms)
+        lines.append(f"no paper cited: no focus term ({focus}) is written in the corpus")
+    for term, grounded in retrieval.grounding.items():
         lines.append(
-            f"term {term!r}: grounded in corpus={g['corpus']}, in abstract={g['abstract']}"
+            f"term {term!r}: grounded in corpus={grounded['corpus']}, "
+            f"in abstract={grounded['abstract']}"
         )
     timing = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in retrieval.timings.items())
     lines.append(f"timings: {timing}")

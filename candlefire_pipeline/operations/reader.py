@@ -29,6 +29,11 @@ from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 log = logging.getLogger(__name__)
 
 
+def _listed(terms: Sequence[str] | None) -> list[str] | None:
+    """None stays None: the app's rule takes the terms from the query text."""
+    return None if terms is None else list(terms)
+
+
 class ServingRefusedError(RuntimeError):
     """The reader will not serve what was asked (e.g. forcing pgvector without a passing report)."""
 
@@ -73,12 +78,13 @@ class ServingReader:
         return self._shadow
 
     def retrieve(
-        self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] = ()
+        self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] | None = None
     ) -> Retrieval:
-        """One request on the serving backend; maybe replayed in the shadow afterwards."""
+        """One request on the serving backend (arguments as Retriever.retrieve's); maybe
+        replayed in the shadow afterwards."""
         retriever = self.retriever()
         started = time.perf_counter()
-        answer = retriever.retrieve(query, list(entity_names), list(terms))
+        answer = retriever.retrieve(query, list(entity_names), _listed(terms))
         seconds = time.perf_counter() - started
         shadow = self.shadow
         if shadow is not None:  # offer() never raises and never blocks
@@ -149,9 +155,3 @@ class ServingReader:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def serving_retriever(settings: Settings, **kwargs) -> tuple[ServingReader, Retriever]:
-    """A reader and its current Retriever (close the reader when done)."""
-    reader = ServingReader(settings, **kwargs)
-    return reader, reader.retriever()

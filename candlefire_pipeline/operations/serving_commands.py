@@ -12,8 +12,8 @@ import logging
 import psycopg
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.factory import opened_backend
-from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.operations.parity import (
     evaluate_report,
     latest_evaluation,
@@ -32,6 +32,7 @@ from candlefire_pipeline.operations.serving import (
     transition,
 )
 from candlefire_pipeline.parity.gates import failed
+from candlefire_pipeline.parity.report_files import write_report
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE
 
@@ -124,6 +125,6 @@ def _run_and_write_report(settings: Settings, embedder):
         embedder = embedder_for(settings, "query")
     with open_named_stores(settings) as stores:
         report = run_report(settings, embedder, stores)
-    report.write(settings.reports_dir)
+    write_report(report, settings.reports_dir)
     log.info("parity report %s written", report.report_id)
     return report

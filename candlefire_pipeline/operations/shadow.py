@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from candlefire_pipeline.backends.base import VectorBackend
@@ -57,6 +57,11 @@ def shadow_targets(settings: Settings, served: str) -> list[ShadowTarget]:
     return [ShadowTarget(name, name) for name in names]
 
 
+def _pmid_rows(rows: list[dict]) -> list[dict]:
+    """Rows cut to their PMID: what the comparison reads, small enough for the pipe."""
+    return [{"pmid": row["pmid"]} for row in rows]
+
+
 @dataclass(frozen=True)
 class ShadowJob:
     """One served request, as the worker needs it: the query, what was served, how fast."""
@@ -64,7 +69,7 @@ class ShadowJob:
     recorded_at: str
     query: str
     entities: tuple[str, ...]
-    terms: tuple[str, ...]
+    terms: tuple[str, ...] | None  # None: the app's rule takes them from the query text
     served_store: str
     served: Retrieval  # slimmed: PMIDs only, no documents
     served_ms: float
@@ -72,16 +77,19 @@ class ShadowJob:
     @classmethod
     def of(cls, served_store: str, query: str, entities, terms, answer: Retrieval,
            seconds: float) -> ShadowJob:  # fmt: skip
-        slim = Retrieval(
-            results=[{"pmid": row["pmid"]} for row in answer.results],
-            grounding=answer.grounding,
-            keyword_pmids=list(answer.keyword_pmids),
-            semantic_pmids=list(answer.semantic_pmids),
-            entity_pmids=list(answer.entity_pmids),
+        slim = replace(
+            answer,
+            results=_pmid_rows(answer.results),
+            semantic=_pmid_rows(answer.semantic),
+            entities=_pmid_rows(answer.entities),
+            keyword=_pmid_rows(answer.keyword),
+            fused=_pmid_rows(answer.fused),
+            citations=replace(answer.citations, papers=_pmid_rows(answer.citations.papers)),
             timings=dict(answer.timings),
         )
         return cls(
-            datetime.now(UTC).isoformat(), query, tuple(entities), tuple(terms), served_store,
+            datetime.now(UTC).isoformat(), query, tuple(entities),
+            None if terms is None else tuple(terms), served_store,
             slim, seconds * 1000.0,
         )  # fmt: skip
 
@@ -135,7 +143,7 @@ class ShadowWorker:
         self._feeder.start()
 
     def offer(self, served_store: str, query: str, entities: Sequence[str],
-              terms: Sequence[str], answer: Retrieval, seconds: float) -> bool:  # fmt: skip
+              terms: Sequence[str] | None, answer: Retrieval, seconds: float) -> bool:  # fmt: skip
         """Maybe replay this served request; never blocks, never raises. True if queued."""
         try:
             outcome = self._offer(served_store, query, entities, terms, answer, seconds)

@@ -1,8 +1,9 @@
 """One shadow comparison: a served request replayed on one target, judged like a parity query.
 
-The served answer is the reference, the target the candidate; `parity.harness.compare_runs`
-gives the top-15 overlap, the grounding and keyword agreement and every difference traced to
-its cause (parity/tracing.py). There is no exact oracle on live traffic, so an approximate-search
+The served answer is the reference, the target the candidate: the overlap of the papers the app
+cites (top 15 plus landscape-only hits, as the parity report compares them), the grounding and
+keyword agreement, and `parity.harness.compare_runs` traces every difference to its cause
+(parity/tracing.py). There is no exact oracle on live traffic, so an approximate-search
 miss is traced as `other`; a chunk one store lacks (from a periodic inventory) as `missing_chunk`.
 """
 
@@ -24,7 +25,6 @@ log = logging.getLogger(__name__)
 
 #: Divergence fields that may quote the query (its terms); kept only with the text.
 QUERY_FIELDS = ("term", "detail", "query_id")
-TOP_K = 15
 #: Seconds an inventory (chunk ids and hashes of both stores, for tracing) stays in use.
 INVENTORY_TTL_S = 1800.0
 
@@ -45,12 +45,13 @@ def compare_on_target(replayer, job: ShadowJob, target: ShadowTarget) -> ShadowR
         served_ms=job.served_ms,
         query_text=job.query if keep else None,
         entities=list(job.entities) if keep else None,
-        terms=list(job.terms) if keep else None,
+        terms=list(job.terms) if keep and job.terms is not None else None,
     )
     try:
         retriever = replayer.retriever(target.name, lambda: target.open(replayer.settings))
         started = time.perf_counter()
-        answer = retriever.retrieve(job.query, list(job.entities), list(job.terms))
+        terms = None if job.terms is None else list(job.terms)
+        answer = retriever.retrieve(job.query, list(job.entities), terms)
         seconds = time.perf_counter() - started
     except Exception as exc:  # any failure of the shadow read is its record
         replayer.forget(target.name)
@@ -58,7 +59,8 @@ def compare_on_target(replayer, job: ShadowJob, target: ShadowTarget) -> ShadowR
         return record
     record.shadow_ms = seconds * 1000.0
     served, shadow = job.served, answer
-    record.overlap = metrics.overlap(shadow.pmids[:TOP_K], served.pmids[:TOP_K])
+    # the papers the app cites, as the parity report compares them (parity.harness.compare_runs)
+    record.overlap = metrics.overlap(shadow.pmids, served.pmids)
     record.grounding_equal = served.grounding == shadow.grounding
     record.keyword_equal = set(served.keyword_pmids) == set(shadow.keyword_pmids)
     if record.overlap < 1.0 or not (record.grounding_equal and record.keyword_equal):
@@ -74,7 +76,7 @@ def _traced(replayer, job: ShadowJob, target: ShadowTarget, answer, seconds, kee
     times = {job.served_store: job.served_ms / 1000.0, target.name: seconds}
     try:
         ctx = _context(replayer, job.served_store, target)
-        _, found = compare_runs(ctx, query, runs, times, TOP_K)
+        _, found = compare_runs(ctx, query, runs, times)
         traced = [vars(d).copy() for d in found]
     except Exception as exc:  # the comparison stands without its causes
         log.warning("shadow: tracing failed (%s)", _one_line(exc))

@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import candlefire_pipeline
-
 _HEADER = struct.Struct(">I")
 #: Seconds the worker may take to start (imports, the query model; a first ONNX export ~30 s).
 STARTUP_TIMEOUT_S = 300.0
@@ -59,7 +57,8 @@ class WorkerLink:
     @classmethod
     def start(cls, settings) -> WorkerLink:
         env = dict(os.environ)
-        package_root = str(Path(candlefire_pipeline.__file__).resolve().parents[1])
+        # the folder holding this package (candlefire_pipeline/operations/shadow_link.py)
+        package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         process = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE], stdin=subprocess.PIPE,

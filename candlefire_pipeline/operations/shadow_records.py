@@ -99,7 +99,8 @@ SHADOW_TABLE = QueuedTable(
 
 def query_hash(text: str, entities, terms) -> str:
     """The query's identity without its words: sha256 of text, entity names and terms."""
-    canonical = json.dumps([text, list(entities), list(terms)], ensure_ascii=False)
+    given = None if terms is None else list(terms)  # None: the app's rule, not "no terms"
+    canonical = json.dumps([text, list(entities), given], ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from candlefire_pipeline.backends.factory import opened_backend
-from candlefire_pipeline.backends.pg.server import resolve_dsn
+from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
 from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.pg_versions import backend_versions

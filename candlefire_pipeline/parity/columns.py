@@ -42,12 +42,11 @@ def compare_query(
     comparison: OracleComparison,
     query: ParityQuery,
     runs: dict[str, Retrieval],
-    top_k: int,
 ) -> dict:
     """The store's agreement with the oracle on one query; its divergences are kept."""
     ctx = comparison.ctx
     oracle_run, store_run = runs[ctx.reference], runs[ctx.candidate]
-    oracle_top, store_top = oracle_run.pmids[:top_k], store_run.pmids[:top_k]
+    oracle_top, store_top = oracle_run.pmids, store_run.pmids
     pair = {ctx.reference: oracle_run, ctx.candidate: store_run}
     keyword = keyword_divergences(ctx, query, pair)
     grounding = grounding_divergences(ctx, query, pair)
@@ -86,9 +85,9 @@ def store_column(
     with_terms = [
         row.vs_oracle[store]
         for row, query in zip(rows, queries, strict=True)
-        if query.terms and store in row.vs_oracle
+        if query.keyword_terms and store in row.vs_oracle
     ]
-    checks = sum(2 * len(set(q.terms)) for q in queries) if compared else 0
+    checks = sum(2 * len(set(q.keyword_terms)) for q in queries) if compared else 0
     found = list(divergences or [])
     mismatches = sum(d.field == "grounding" for d in found)
     recalls = [row.ann_recall[store] for row in rows if store in row.ann_recall]

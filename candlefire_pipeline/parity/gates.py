@@ -42,6 +42,9 @@ GATES: dict[str, str] = {
     "pgvector_version": f"pgvector is at least {dotted(FLOOR)} on the server the report ran on "
     "and on the server now (0.8.3 fixed possible HNSW index corruption during vacuum, 0.8.4 the "
     "`hnsw graph not repaired` error); unknown = FAIL.",
+    "candlefire_conformance": "The candidate answers candle-fire's recorded queries as "
+    "candle-fire's own retriever did, every stage of every query (only ties within 1e-5 may "
+    "swap; neighbours candle-fire's own Chroma graph missed are proven so); no fixtures = FAIL.",
     **SHADOW_GATES,
 }
 
@@ -69,6 +72,7 @@ def evaluate_gates(
         _chunk_counts_equal(report),
         _current_versions(report),
         pgvector_version(report, pgvector_now),
+        _conformance(report),
         *live,
     ]
 
@@ -233,6 +237,26 @@ def pgvector_version(report: ParityReport, now: ServerVersions | None) -> GateRe
     else:
         detail = f"{ran_on.pgvector} when the report ran, {now.pgvector} now ({floor})"
     return GateResult(name, lacking == 0, float(lacking), 0.0, detail)
+
+
+def _conformance(report: ParityReport) -> GateResult:
+    name, store = "candlefire_conformance", report.candidate
+    found = (report.conformance or {}).get(store)
+    if not found:
+        return GateResult(name, False, 1.0, 0.0, f"unknown: the report has no conformance of "
+                          f"{store}; re-run parity_report")  # fmt: skip
+    if "error" in found:
+        return GateResult(name, False, 1.0, 0.0, f"{store}: {found['error']}")
+    differing, queries = int(found["differing"]), int(found["queries"])
+    if queries == 0:
+        return GateResult(name, False, 1.0, 0.0, f"{store}: no recorded query was checked")
+    checks = sum(sum(tally.values()) for tally in found["counts"].values())
+    detail = f"{store}: {checks - differing} of {checks} checks of {queries} recorded queries " \
+        f"as candle-fire answered ({found['swaps']} tie swaps)"  # fmt: skip
+    if differing:
+        first = found["failures"][0]
+        detail += f"; first difference: {first['query_id']} {first['check']}: {first['detail']}"
+    return GateResult(name, differing == 0, float(differing), 0.0, detail)
 
 
 def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:

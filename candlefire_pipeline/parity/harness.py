@@ -31,6 +31,7 @@ from candlefire_pipeline.stores import CANDIDATE, ORACLE, REFERENCE
 
 log = logging.getLogger(__name__)
 
+#: chunk-level ANN recall@k of the semantic search against the exact oracle
 TOP_K = 15
 
 
@@ -99,7 +100,7 @@ def run_parity(
     rows, divergences = [], []
     for position, query in enumerate(queries):
         runs, seconds = _retrieve_all(run, query, position)
-        row, found = compare_runs(ctx, query, runs, seconds, top_k)
+        row, found = compare_runs(ctx, query, runs, seconds)
         _compare_with_oracle(run, comparisons, row, query, runs, top_k)
         rows.append(row)
         divergences += found
@@ -167,17 +168,17 @@ def compare_runs(
     query: ParityQuery,
     runs: dict[str, Retrieval],
     seconds: dict[str, float],
-    top_k: int,
 ) -> tuple[QueryRow, list[Divergence]]:
     ref, cand = runs[ctx.reference], runs[ctx.candidate]
-    ref_top, cand_top = ref.pmids[:top_k], cand.pmids[:top_k]
+    # the papers the app cites: the boosted top 15 plus any landscape-only keyword hits
+    ref_top, cand_top = ref.pmids, cand.pmids
     keyword = keyword_divergences(ctx, query, runs)
     grounding = grounding_divergences(ctx, query, runs)
     top = top_divergences(ctx, query, runs, ref_top, cand_top, keyword)
     row = QueryRow(
         query_id=query.id,
         text=query.text,
-        top={name: run.pmids[:top_k] for name, run in runs.items()},
+        top={name: run.pmids for name, run in runs.items()},
         overlap=metrics.overlap(cand_top, ref_top),
         jaccard=metrics.jaccard(cand_top, ref_top),
         recall=metrics.recall(cand_top, ref_top),
@@ -212,7 +213,7 @@ def _compare_with_oracle(
         if store not in runs or store not in run.retrievers:
             continue
         ok, agreement = run.guarded(
-            store, lambda c=comparison: columns.compare_query(c, query, runs, top_k)
+            store, lambda c=comparison: columns.compare_query(c, query, runs)
         )
         if ok:
             ok, recall = run.guarded(store, lambda s=store: _ann_recall(run, s, exact))
@@ -251,9 +252,11 @@ def _aggregates(
 ) -> dict:
     """Run-level figures; agreement ratios are 1.0 when there was nothing to compare."""
     mismatches = sum(d.field == "grounding" for d in divergences)
-    checks = sum(2 * len(set(q.terms)) for q in queries)  # corpus + abstract per distinct term
+    checks = sum(
+        2 * len(set(q.keyword_terms)) for q in queries
+    )  # corpus + abstract per distinct term
     overlaps = [row.overlap for row in rows]
-    with_terms = [row for row, q in zip(rows, queries, strict=True) if q.terms]
+    with_terms = [row for row, q in zip(rows, queries, strict=True) if q.keyword_terms]
     stores = [n for n in names if n != oracle]
     return {
         "queries": len(rows),

@@ -1,4 +1,5 @@
-"""The parity report's plots: small PNGs beside the markdown, one panel per store.
+"""The parity report's plots: small PNGs (report_files.py writes them beside the markdown),
+one panel per store.
 
 Rendered with matplotlib's object API on the Agg canvas (no pyplot state, no display); the
 same report gives the same bytes (no timestamp or version in the PNG metadata).
@@ -8,18 +9,13 @@ from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
 
-from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.parity.report import ParityReport
 from candlefire_pipeline.parity.report_markdown import PLOT_TITLES
-
-if TYPE_CHECKING:
-    from candlefire_pipeline.parity.report import ParityReport
 
 PANEL_INCHES = (2.6, 2.3)
 DPI = 72
@@ -115,13 +111,3 @@ def render_plots(report: ParityReport) -> dict[str, bytes]:
     if not report.queries or not report.aggregates.get("stage_latency_ms"):
         return {}
     return {kind: render(report) for kind, render in PLOTS.items()}
-
-
-def write_plots(report: ParityReport, reports_dir: Path) -> dict[str, str]:
-    """Write parity-<id>-<kind>.png beside the markdown; plot kind -> file name."""
-    names = {}
-    for kind, png in render_plots(report).items():
-        name = f"parity-{report.report_id}-{kind}.png"
-        write_atomic(Path(reports_dir) / name, png)
-        names[kind] = name
-    return names

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from candlefire_pipeline.retrieval.query_plan import QueryPlan
+
 #: The committed query set over the demo corpus (see corpus/demo.py).
 DEFAULT_QUERIES = Path(__file__).with_name("queries.jsonl")
 _ALLOWED_KEYS = {"id", "text", "entities", "terms", "note"}
@@ -13,12 +15,19 @@ _ALLOWED_KEYS = {"id", "text", "entities", "terms", "note"}
 
 @dataclass(frozen=True)
 class ParityQuery:
-    """One query as the app would issue it: free text, entity names and grounding terms."""
+    """One query as the app would issue it: free text, entity names and, optionally, the terms
+    that replace the identifier tokens of the text (None: the app's rule takes them)."""
 
     id: str
     text: str
     entities: tuple[str, ...] = ()
-    terms: tuple[str, ...] = ()
+    terms: tuple[str, ...] | None = None
+
+    @property
+    def keyword_terms(self) -> tuple[str, ...]:
+        """The non-blank terms retrieve() searches and grounds: entities, then terms/tokens."""
+        plan = QueryPlan.build(self.text, self.entities, self.terms)
+        return tuple(t for t in plan.keyword_terms if t.strip())
 
 
 class QueryFileError(ValueError):
@@ -26,8 +35,6 @@ class QueryFileError(ValueError):
 
 
 def _string_list(value: object, key: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise ValueError(f"{key!r} must be a list of non-empty strings")
     return tuple(v.strip() for v in value)
@@ -52,8 +59,8 @@ def _parse_line(raw_line: str, default_id: str) -> ParityQuery:
     return ParityQuery(
         id=query_id.strip(),
         text=text.strip(),
-        entities=_string_list(raw.get("entities"), "entities"),
-        terms=_string_list(raw.get("terms"), "terms"),
+        entities=_string_list(raw.get("entities") or [], "entities"),
+        terms=None if raw.get("terms") is None else _string_list(raw["terms"], "terms"),
     )
 
 

@@ -1,16 +1,12 @@
-"""The parity report (JSON + Markdown + PNG plots on disk): figures, divergences, the gates."""
+"""The parity report as data: figures, divergences, the gates (parity/report_files.py writes
+its JSON, Markdown and plots; parity/report_markdown.py and plots.py render it)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-
-from candlefire_pipeline.fsutil import write_atomic
-from candlefire_pipeline.parity.report_markdown import report_markdown
 
 DIVERGENCE_KINDS = ("case", "short_term", "missing_chunk", "ann_miss", "order", "other")
-REPORT_GLOB = "parity-*.json"
 #: The roles a store plays in a report: the gates compare reference and candidate only.
 REFERENCE_ROLE, CANDIDATE_ROLE, EVALUATED_ROLE = "reference", "candidate", "evaluated"
 
@@ -77,6 +73,9 @@ class ParityReport:
     plots: dict[str, str] = field(default_factory=dict)
     #: store -> the server versions it ran on (backends/pg/version.ServerVersions as a dict)
     servers: dict[str, dict] = field(default_factory=dict)
+    #: store -> its conformance with candle-fire's recorded answers, or {"error": why}
+    #: (operations/conformance.py; parity/conformance.StoreConformance.to_dict())
+    conformance: dict[str, dict] = field(default_factory=dict)
 
     # roles ------------------------------------------------------------------------
     def stores(self) -> list[str]:
@@ -143,6 +142,9 @@ class ParityReport:
                 out[f"oracle_overlap_{store}"] = float(column["mean_overlap"])
             if column:
                 out[f"oracle_divergences_{store}"] = float(column["divergences"])
+        for store, found in self.conformance.items():
+            if "counts" in found:
+                out[f"conformance_differing_{store}"] = float(found["differing"])
         return out
 
     # serialization ----------------------------------------------------------------
@@ -163,28 +165,3 @@ class ParityReport:
             for store, found in data.get("store_divergences", {}).items()
         }
         return cls(**values)
-
-    def to_markdown(self, image_link=None) -> str:
-        """The report page; image_link(file name) -> link target (default: the relative file)."""
-        return report_markdown(self, image_link or (lambda name: name))
-
-    def write(self, reports_dir: Path) -> tuple[Path, Path]:
-        """Write the plots, parity-<id>.md and .json atomically; return (json_path, md_path)."""
-        # matplotlib loads only when a report is written (status and the reader never plot)
-        from candlefire_pipeline.parity.plots import write_plots
-
-        reports_dir = Path(reports_dir)
-        reports_dir.mkdir(parents=True, exist_ok=True)
-        self.plots = write_plots(self, reports_dir)
-        md_path = write_atomic(reports_dir / f"parity-{self.report_id}.md", self.to_markdown())
-        # JSON last: load_latest only sees a report once every file it names exists.
-        json_path = write_atomic(reports_dir / f"parity-{self.report_id}.json", self.to_json())
-        return json_path, md_path
-
-
-def load_latest(reports_dir: Path) -> ParityReport | None:
-    """The newest report in reports_dir (ids start with a UTC timestamp), or None."""
-    paths = sorted(Path(reports_dir).glob(REPORT_GLOB)) if Path(reports_dir).is_dir() else []
-    if not paths:
-        return None
-    return ParityReport.from_dict(json.loads(paths[-1].read_text(encoding="utf-8")))

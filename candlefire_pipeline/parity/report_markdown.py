@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from candlefire_pipeline.parity.gates import gate_table_markdown, gates_from_dicts
-
-if TYPE_CHECKING:
-    from candlefire_pipeline.parity.report import Divergence, ParityReport
+from candlefire_pipeline.parity.report import Divergence, ParityReport
 
 #: plot kind -> what it shows (parity/plots.py renders them in this order)
 PLOT_TITLES = {
@@ -18,7 +15,10 @@ PLOT_TITLES = {
 }
 
 
-def report_markdown(report: ParityReport, image_link: Callable[[str], str]) -> str:
+def report_markdown(
+    report: ParityReport, image_link: Callable[[str], str] = lambda name: name
+) -> str:
+    """The report page; image_link(file name) -> link target (default: the file beside it)."""
     return "\n".join(
         [
             f"# Parity report {report.report_id}",
@@ -34,6 +34,10 @@ def report_markdown(report: ParityReport, image_link: Callable[[str], str]) -> s
             "## Gates",
             "",
             *gates_section(report),
+            "",
+            "## Conformance with candle-fire's recorded answers",
+            "",
+            *conformance_section(report),
             "",
             "## Stores against the exact oracle",
             "",
@@ -72,6 +76,50 @@ def gates_section(report: ParityReport) -> list[str]:
         "",
         gate_table_markdown(gates_from_dicts(report.gates)),
     ]
+
+
+def conformance_section(report: ParityReport) -> list[str]:
+    """Per store: the recorded checks answered as candle-fire did, and every exception."""
+    if not report.conformance:
+        return ["No conformance in this report (it predates the check): it cannot flip."]
+    rows, failures = [], []
+    for store, found in report.conformance.items():
+        if "error" in found:
+            rows.append((store, "-", "-", "-", "-", "-", "-", found["error"]))
+            continue
+        verdicts = {v: sum(t.get(v, 0) for t in found["counts"].values())
+                    for v in ("identical", "reference_miss", "store_miss", "differs")}  # fmt: skip
+        checks = sum(verdicts.values())
+        rows.append((
+            store, found["queries"], f"{checks - found['differing']}/{checks}", found["swaps"],
+            f"{verdicts['reference_miss']} ({found['misses']} chunks)", verdicts["store_miss"],
+            verdicts["differs"], "cached" if found.get("cached") else "run now",
+        ))  # fmt: skip
+        failures += [(store, f["query_id"], f["check"], f["detail"]) for f in found["failures"]]
+    lines = [
+        "Every recorded query of candle-fire's fixtures through retrieve() on a scratch target "
+        "of each store, configured like the store itself. Identical: every row as candle-fire "
+        "returned it (rows within 1e-5 may swap: tie swaps). Candle-fire's misses: lists where "
+        "candle-fire's own Chroma graph left out neighbours (proven from its recorded vectors). "
+        "The gate `candlefire_conformance` requires the candidate to answer every check.",
+        "",
+        *table(
+            (
+                "store",
+                "queries",
+                "as candle-fire",
+                "tie swaps",
+                "candle-fire's misses",
+                "store's index misses",
+                "differing",
+                "result",
+            ),
+            rows,
+        ),  # fmt: skip
+    ]
+    if failures:
+        lines += ["", *table(("store", "query", "check", "difference"), failures[:20])]
+    return lines
 
 
 def _ratio(value) -> str:

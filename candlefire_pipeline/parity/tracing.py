@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.corpus.ledger import diff_inventory
 from candlefire_pipeline.parity.queries import ParityQuery
@@ -131,7 +133,9 @@ def keyword_divergences(
             found.append(missing)
             continue
         docs = _documents(ctx, has_it, pmid)
-        term, kind = next(((t, k) for t in query.terms if (k := _term_kind(t, docs))), (None, None))
+        term, kind = next(
+            ((t, k) for t in query.keyword_terms if (k := _term_kind(t, docs))), (None, None)
+        )
         if kind:
             detail = f"only {has_it} matches {term!r} in this paper"
         else:
@@ -161,7 +165,7 @@ def grounding_divergences(
 ) -> list[Divergence]:
     ref, cand = runs[ctx.reference].grounding, runs[ctx.candidate].grounding
     found = []
-    for term in dict.fromkeys(query.terms):
+    for term in dict.fromkeys(query.keyword_terms):
         for scope in ("corpus", "abstract"):
             ref_value = ref.get(term, {}).get(scope)
             cand_value = cand.get(term, {}).get(scope)
@@ -177,11 +181,16 @@ def _grounding_divergence(
 ) -> Divergence:
     """Trace a grounding disagreement through the chunks the 'yes' side matched."""
     retriever = ctx.retrievers[says_yes]
-    vector = retriever.embedder.embed([query.text])[0]
+    variants = term_variants(term)
     where = Filter(abstract_only=True) if scope == "abstract" else None
-    rows = retriever.backend.substring_candidates(
-        term_variants(term), vector, SUBSTRING_EVIDENCE_ROWS, where
-    )
+    vectors = np.asarray(retriever.embedder.embed(variants), dtype=np.float32)
+    rows = [
+        row
+        for hits in retriever.backend.substring_candidates(
+            variants, vectors, SUBSTRING_EVIDENCE_ROWS, where
+        )
+        for row in hits
+    ]
     base = {"field": "grounding", "query_id": query.id, "term": term, "present_in": says_yes}
     kind = _term_kind(term, [r["document"] for r in rows])
     if kind:

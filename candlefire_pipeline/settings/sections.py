@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from candlefire_pipeline.settings.env import (
+    check_between,
     check_choice,
     env_float,
     env_int,
@@ -15,16 +16,20 @@ from candlefire_pipeline.settings.env import (
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    """candle-fire's retrieval constants; ranking must be identical on every backend."""
+    """candle-fire's retrieval constants (its config.py); ranking is identical on every backend."""
 
     rrf_k: int = 10
     rrf_top: int = 20
     rerank_top: int = 15
     rerank_doc_chars: int = 1800
+    #: papers kept by the semantic search (it reads the 2n most similar chunks)
+    semantic_n: int = 30
+    #: entity names searched (the first ones as given), chunks per name, papers kept
     entity_cap: int = 12
     entity_hits: int = 10
-    semantic_n: int = 20
-    keyword_n: int = 20
+    entity_n: int = 30
+    #: chunks per keyword variant (the keyword list itself has no overall cap)
+    keyword_hits: int = 10
     recency_start_year: int = 1990
     recency_end_year: int = 2025
     #: The factor at recency_end_year; later years keep the slope (2026 -> 1.514), not a cap.
@@ -33,7 +38,7 @@ class RetrievalSettings:
     reranker_model: str | None = None
 
 
-#: pgvector storage types of the embedding column (halfvec halves table and index size).
+#: Precision of pgvector's HNSW index (halfvec: half the index bytes; the column stays float32).
 PG_VECTOR_TYPES = ("vector", "halfvec")
 
 
@@ -46,20 +51,21 @@ PG_ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
 
 @dataclass(frozen=True)
 class PgAnnSettings:
-    """pgvector ANN storage and per-stage search effort; the sweeps are in docs/BENCHMARKS.md."""
+    """pgvector's ANN index layout and filtered-scan bounds (the HNSW build and search effort
+    every HNSW store shares is Settings.hnsw_*; the sweeps are in docs/BENCHMARKS.md)."""
 
     vector_type: str = "vector"
     quantization: str = "none"
     #: binary quantization re-ranks n x this many Hamming candidates by exact cosine
     rerank_factor: int = 10
-    #: semantic stage (top 40 chunks of one query) and entity fan-out (top 10 per name): the
-    #: smallest values keeping recall@15 of the final retrieve() list >= 0.995 in the 62k sweep
-    #: (0.994 together; docs/BENCHMARKS.md); 100 / 20 lose 1-2% of the final list
-    ef_search: int = 200
-    ef_search_entities: int = 40
     #: filtered ANN queries keep walking the graph until they have n rows (pgvector >= 0.8)
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20_000
+    #: a table of at most this many chunks is searched exactly (no graph walk), as Qdrant's
+    #: full_scan_threshold does: HNSW misses neighbours now and then even on a few thousand
+    #: chunks (measured on candle-fire's 2,542-chunk conformance corpus: 0-4 of 330 stage lists
+    #: per build at ef 200), while an exact scan there costs a few ms per sub-query; 0 = never
+    full_scan_rows: int = 5_000
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -68,14 +74,15 @@ class PgAnnSettings:
             ("CANDLEFIRE_HNSW_ITERATIVE_SCAN", self.iterative_scan, PG_ITERATIVE_SCANS),
         ):
             check_choice(name, value, allowed)
-        for name, value in (
-            ("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor),
-            ("CANDLEFIRE_HNSW_EF_SEARCH", self.ef_search),
-            ("CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", self.ef_search_entities),
-            ("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", self.max_scan_tuples),
-        ):
-            if not 1 <= value <= 1_000_000:
-                raise ValueError(f"{name} must be between 1 and 1,000,000, got {value}")
+        if self.vector_type == "halfvec" and self.quantization == "binary":
+            raise ValueError(
+                "CANDLEFIRE_PG_VECTOR_TYPE=halfvec (a half-precision HNSW index) and "
+                "CANDLEFIRE_PG_QUANTIZATION=binary (a binary-quantized one) choose two different "
+                "ANN indexes: set one of them"
+            )
+        check_between("CANDLEFIRE_PG_FULL_SCAN_ROWS", self.full_scan_rows, 0, 1_000_000_000)
+        check_between("CANDLEFIRE_PG_RERANK_FACTOR", self.rerank_factor, 1, 1_000_000)
+        check_between("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", self.max_scan_tuples, 1, 1_000_000)
 
     @classmethod
     def from_env(cls) -> PgAnnSettings:
@@ -83,12 +90,9 @@ class PgAnnSettings:
             vector_type=env_str("CANDLEFIRE_PG_VECTOR_TYPE", cls.vector_type).lower(),
             quantization=env_str("CANDLEFIRE_PG_QUANTIZATION", cls.quantization).lower(),
             rerank_factor=env_int("CANDLEFIRE_PG_RERANK_FACTOR", cls.rerank_factor),
-            ef_search=env_int("CANDLEFIRE_HNSW_EF_SEARCH", cls.ef_search),
-            ef_search_entities=env_int(
-                "CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES", cls.ef_search_entities
-            ),
             iterative_scan=env_str("CANDLEFIRE_HNSW_ITERATIVE_SCAN", cls.iterative_scan).lower(),
             max_scan_tuples=env_int("CANDLEFIRE_HNSW_MAX_SCAN_TUPLES", cls.max_scan_tuples),
+            full_scan_rows=env_int("CANDLEFIRE_PG_FULL_SCAN_ROWS", cls.full_scan_rows),
         )
 
 

@@ -81,8 +81,10 @@ def test_semantic_candidates_agree(stores, where):
 @pytest.mark.parametrize("variants", [["SPG302"], ["tau", "x_y"], ["50%"], ["IL-6", "IL 6"]])
 @pytest.mark.parametrize("where", [Filter(), Filter(abstract_only=True)], ids=["all", "abstract"])
 def test_substring_candidates_and_contains_agree(stores, variants, where):
-    query = unit_vectors(1, DIM, seed=14)[0]
-    assert_same({n: s.substring_candidates(variants, query, 15, where) for n, s in stores.items()})
+    queries = unit_vectors(len(variants), DIM, seed=14)
+    per_store = {n: s.substring_candidates(variants, queries, 15, where) for n, s in stores.items()}
+    for i in range(len(variants)):
+        assert_same({name: lists[i] for name, lists in per_store.items()})
     assert len({s.contains(variants, where) for s in stores.values()}) == 1
 
 

@@ -11,10 +11,10 @@ import pytest
 
 from candlefire_pipeline.backends import factory
 from candlefire_pipeline.backends.chroma.backend import ChromaBackend
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import open_backend, resolve_dsn
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
-from candlefire_pipeline.backends.pg.server import EmbeddedPostgres, resolve_dsn
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.backends.qdrant.backend import QdrantBackend
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root

@@ -52,5 +52,5 @@ def test_odd_characters_are_found_by_substring_search_in_every_store(backend, od
     assert backend.contains([piece])
     assert backend.contains([piece], Filter(abstract_only=True))
     vector = read_store_rows(batch_dir, "b1")["embedding"][0].values.to_numpy()
-    hits = backend.substring_candidates([piece], vector, 10)
+    (hits,) = backend.substring_candidates([piece], vector[None, :], 10)
     assert {h["pmid"] for h in hits} == holders

@@ -43,6 +43,7 @@ def demo_deployment(monkeypatch, tmp: Path, pg_dsn: str):
     from candlefire_pipeline.corpus.demo import write_demo_drops
     from candlefire_pipeline.embedding import load_embedder
     from candlefire_pipeline.operations.parity import open_named_stores, run_report
+    from candlefire_pipeline.parity.report_files import write_report
 
     settings = pipeline_env(monkeypatch, tmp / "data", pg_dsn)
     first = write_demo_drops(settings.drops_dir)[0].name
@@ -50,7 +51,7 @@ def demo_deployment(monkeypatch, tmp: Path, pg_dsn: str):
         assert Pipeline(instance).ingest(first).success
     embedder = load_embedder(settings.model_id)
     with open_named_stores(settings) as stores:
-        run_report(settings, embedder, stores).write(settings.reports_dir)
+        write_report(run_report(settings, embedder, stores), settings.reports_dir)
     return settings, embedder
 
 

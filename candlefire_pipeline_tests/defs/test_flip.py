@@ -18,7 +18,8 @@ from candlefire_pipeline.operations.serving_state import (
     read_state,
 )
 from candlefire_pipeline.parity.gates import GATES
-from candlefire_pipeline.parity.report import load_latest
+from candlefire_pipeline.parity.report_files import load_latest
+from candlefire_pipeline.parity.report_markdown import report_markdown
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import (
     Pipeline,
@@ -146,7 +147,7 @@ def test_a_chunk_deleted_behind_the_pipelines_back_blocks_the_flip(demo, pg_dsn)
     missing = [d for d in report.divergences if d.kind == "missing_chunk"]
     assert any(d.chunk_id == victim for d in missing), missing
     assert report.store_diffs["pgvector"]["missing_ids"] == [victim]
-    assert victim in report.to_markdown()
+    assert victim in report_markdown(report)
 
 
 def test_a_report_older_than_the_last_ingested_batch_does_not_flip(demo):

@@ -24,6 +24,7 @@ from candlefire_pipeline.operations.serving import CHANGED, INITIAL, REFUSED, re
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.parity.gates import failed, gates_from_dicts
 from candlefire_pipeline.parity.queries import load_queries
+from candlefire_pipeline.parity.report_files import write_report
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 
 
@@ -69,7 +70,7 @@ def test_a_batch_applied_during_the_parity_run_never_flips(staged, pg_dsn, capsy
 
         running = {**stores, "pgvector": ApplyDuringRun(stores["pgvector"], apply_next_batch)}
         report = run_report(settings, embedder, running)
-    report.write(settings.reports_dir)
+    write_report(report, settings.reports_dir)
     applied_at = [
         StoreLedger(settings.batches_dir, s).applied()[batch] for s in ("pgvector", "chroma")
     ]
@@ -91,7 +92,7 @@ def test_a_batch_applied_during_the_parity_run_never_flips(staged, pg_dsn, capsy
 
     # the cure: a report that starts after the batch
     with open_named_stores(settings) as stores:
-        run_report(settings, embedder, stores).write(settings.reports_dir)
+        write_report(run_report(settings, embedder, stores), settings.reports_dir)
     report, gates = latest_evaluation(settings)
     assert failed(gates) == []
     assert auto_promote(settings, report, gates, dsn=pg_dsn).decision.outcome == CHANGED
@@ -103,7 +104,7 @@ def test_a_report_with_no_grounding_terms_never_flips(staged, pg_dsn, tmp_path):
     queries = [q for q in load_queries()][:25]
     termless.write_text(
         "".join(
-            json.dumps({"id": q.id, "text": q.text, "entities": list(q.entities)}) + "\n"
+            json.dumps({"id": q.id, "text": q.text, "entities": [], "terms": []}) + "\n"
             for q in queries
         )  # fmt: skip
     )
@@ -112,7 +113,7 @@ def test_a_report_with_no_grounding_terms_never_flips(staged, pg_dsn, tmp_path):
         report = run_report(
             settings, embedder, stores, query_files=(termless,), include_default_queries=False
         )
-    report.write(settings.reports_dir)
+    write_report(report, settings.reports_dir)
     assert report.aggregates["grounding_checks"] == 0
     gates = {g.name: g for g in evaluate_report(settings, report)}
     assert failed(list(gates.values())) == ["grounding_agreement"]

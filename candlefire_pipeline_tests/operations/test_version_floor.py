@@ -20,6 +20,7 @@ from candlefire_pipeline.operations.parity import (
 )
 from candlefire_pipeline.operations.serving import INITIAL, PROMOTED, read_state
 from candlefire_pipeline.parity.gates import failed
+from candlefire_pipeline.parity.report_files import write_report
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root
@@ -35,7 +36,7 @@ def _report(settings: Settings):
     embedder = load_embedder(settings.model_id)
     with open_named_stores(settings) as stores:
         report = run_report(settings, embedder, stores)
-    report.write(settings.reports_dir)
+    write_report(report, settings.reports_dir)
     return report
 
 

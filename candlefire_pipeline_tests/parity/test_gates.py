@@ -31,9 +31,19 @@ def _row(i: int, top: dict[str, list[str]]) -> QueryRow:
     )  # fmt: skip
 
 
+def conformance(differing: int = 0, queries: int = 110) -> dict:
+    """A store's conformance as operations/conformance.py records it (110 queries x 8 checks)."""
+    counts = {"search": {"identical": 103 - differing, "reference_miss": 7, "store_miss": 0,
+                         "differs": differing}}  # fmt: skip
+    failures = [{"query_id": "q7", "check": "search", "detail": "position 3: ..."}] * differing
+    return {"store": "pgvector", "queries": queries, "counts": counts, "swaps": 4, "misses": 9,
+            "failures": failures, "differing": differing, "passed": not differing}  # fmt: skip
+
+
 def synthetic(
     p95_ref=10.0, p95_cand=12.0, grounding=1.0, checks=10, overlap=0.95, counts=(CHUNKS, CHUNKS),
     differing=0, ann=1.0, queries=30, answered=None, ledger=LEDGER, diffs=None, oracle="memory",
+    conformed=None,
 ) -> ParityReport:  # fmt: skip
     """A report with every figure set by hand; defaults pass every default gate."""
     names = ["chroma", "pgvector", *([oracle] if oracle else [])]
@@ -60,6 +70,7 @@ def synthetic(
         ledger={"read_at": "2025-01-01T00:00:00+00:00", "applied": ledger},
         store_diffs=diffs if diffs is not None else {"chroma": EXACT, "pgvector": EXACT},
         servers={"pgvector": CURRENT.to_dict()},
+        conformance={"pgvector": conformance()} if conformed is None else conformed,
     )  # fmt: skip
 
 
@@ -105,6 +116,17 @@ def test_the_default_synthetic_report_passes_every_gate_in_order():
             "stores_hold_current_versions", False, 6.0,
         ),
         ({"ledger": {"chroma": {}, "pgvector": {}}}, "stores_hold_current_versions", False, 1.0),
+        ({"conformed": {"pgvector": conformance(differing=2)}}, "candlefire_conformance", False,
+         2.0),
+        # no evidence never passes: no conformance, fixtures missing, nothing checked
+        ({"conformed": {}}, "candlefire_conformance", False, 1.0),
+        ({"conformed": {"pgvector": {"error": "fixtures at /x lack papers.jsonl"}}},
+         "candlefire_conformance", False, 1.0),
+        ({"conformed": {"pgvector": conformance(queries=0)}}, "candlefire_conformance", False,
+         1.0),
+        # only the candidate is judged: Chroma's own index misses show in its column only
+        ({"conformed": {"pgvector": conformance(), "chroma": conformance(differing=3)}},
+         "candlefire_conformance", True, 0.0),
     ],
 )  # fmt: skip
 def test_each_gate(report_kwargs, gate, passed, value):
@@ -177,12 +199,17 @@ def test_a_gate_table_for_the_ui_is_cut_to_fit_and_keeps_every_row():
     gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER, CURRENT)
     full = gate_table_markdown(gates)
     assert gate_table_markdown(gates, limit=len(full) + 1) == full  # it fits: nothing cut
-    cut = gate_table_markdown(gates, limit=700)
-    assert len(cut) < 700 and "…" in cut
+    failing = [g for g in gates if not g.passed]
+    assert "ann_recall" in [g.name for g in failing]
+    # room for every failing gate's whole detail once every passing one is cut to a stub
+    floor = len(gate_table_markdown(gates, limit=1))
+    limit = floor + sum(len(g.detail) for g in failing)
+    assert limit < len(full)
+    cut = gate_table_markdown(gates, limit=limit)
+    assert len(cut) < limit and "…" in cut
     assert [line.split("|")[1].strip() for line in cut.splitlines()[2:]] == list(GATES)
     assert "| ann_recall | FAIL | 0.5 | 0.95 |" in cut
-    failing = next(g for g in gates if not g.passed)
-    assert failing.detail in cut  # passing gates' details are cut first
+    assert all(g.detail in cut for g in failing)  # passing gates' details are cut first
 
 
 OLD = ServerVersions("18.3", "0.8.2", "0.8.2")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import Filter
@@ -14,10 +15,12 @@ from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
 from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report_markdown import report_markdown
 from candlefire_pipeline.retrieval.retriever import TIMING_STAGES
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import SlowReads
 from candlefire_pipeline_tests.parity.demo_stores import ABSTRACT_ONLY_PMID, EMBEDDER, retrievers
+from candlefire_pipeline_tests.parity.test_gates import conformance
 
 STORES = ("chroma", "pgvector", "qdrant")
 #: Not every packaged query: each store's run costs a local-mode Qdrant scan per term.
@@ -40,8 +43,16 @@ class LowerCasing:
     def contains(self, variants, where=None) -> bool:
         return self._store.contains(self._folded(variants), where)
 
-    def substring_candidates(self, variants, vector, n, where=None):
-        return self._store.substring_candidates(self._folded(variants), vector, n, where)
+    def substring_candidates(self, variants, vectors, n, where=None):
+        out = []
+        for variant, vector in zip(variants, vectors, strict=True):
+            folded = self._folded([variant])
+            lists = self._store.substring_candidates(
+                folded, np.stack([vector] * len(folded)), n, where
+            )
+            rows = {row["chunk_id"]: row for hits in lists for row in hits}.values()
+            out.append(sorted(rows, key=lambda row: -row["similarity"])[:n])
+        return out
 
 
 class FailsAfter:
@@ -78,15 +89,18 @@ def queries() -> list[ParityQuery]:
     assert len(packaged) == len(QUERY_IDS)
     return [
         *packaged,
+        # the corpus writes "edaravone": no paper is cited (the grounding gate), the case
+        # divergence shows in grounding and keyword search
         ParityQuery("case", "Edaravone in ALS", terms=("Edaravone",)),
         ParityQuery("other", "stress granules"),
+        ParityQuery("tofersen", "tofersen lowers SOD1", ("tofersen",)),
     ]
 
 
 def target_query(stores) -> ParityQuery:
     """A query whose text is the abstract-only paper's own chunk: rank 1 wherever it exists."""
     abstract = stores["chroma"].fetch(Filter(pmids=(ABSTRACT_ONLY_PMID,)))[0]["document"]
-    return ParityQuery("target", abstract)
+    return ParityQuery("target", abstract, terms=())  # no identifier tokens of its own
 
 
 def without(report: ParityReport, store: str) -> ParityReport:
@@ -109,6 +123,7 @@ def judged(report: ParityReport) -> list[tuple]:
     ledger = {s: {"b1": 1.0} for s in ("chroma", "pgvector")}
     report.ledger = {"read_at": report.created_at, "applied": ledger}
     report.store_diffs = {s: {"missing": 0, "orphaned": 0, "stale": 0} for s in report.stores()}
+    report.conformance = {"pgvector": conformance()}  # the harness alone runs no conformance
     thresholds = ParityThresholds(min_corpus_chunks=10, min_queries_with_results=5)
     versions = ServerVersions("18.6", "0.8.6", "0.8.6")  # what run_report records and reads
     report.servers = {"pgvector": versions.to_dict()}
@@ -181,7 +196,7 @@ def test_every_store_gets_stage_timings_and_a_column_in_the_markdown(make_backen
     assert set(stages) == {"chroma", "pgvector", "qdrant", "memory"}
     assert all(set(s) == set(TIMING_STAGES) - {"total"} for s in stages.values())
     assert all(s["semantic"]["p95"] >= s["semantic"]["p50"] > 0 for s in stages.values())
-    md = report.to_markdown()
+    md = report_markdown(report)
     assert "| metric | chroma | pgvector | qdrant |" in md
     assert "| role | reference | candidate | evaluated |" in md
     assert "**qdrant diverges from the oracle**" in md and "does not block the flip" in md
@@ -198,7 +213,7 @@ def test_an_evaluated_store_failing_mid_run_is_left_out_with_the_reason(make_bac
     assert report.unavailable == {"qdrant": "ConnectionError: qdrant: connection refused"}
     assert all("qdrant" not in row.latency_ms and "qdrant" not in row.top for row in report.queries)
     assert "qdrant" not in report.aggregates["stores"] and "qdrant" not in report.chunk_counts
-    assert "**qdrant was not evaluated**: ConnectionError" in report.to_markdown()
+    assert "**qdrant was not evaluated**: ConnectionError" in report_markdown(report)
     assert {d.kind for d in report.divergences} <= {"order"}
 
 

@@ -15,6 +15,8 @@ from candlefire_pipeline.parity import plots
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery
 from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report_files import write_report
+from candlefire_pipeline.parity.report_markdown import report_markdown
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
 
@@ -36,7 +38,7 @@ def report() -> ParityReport:
 
 
 def test_every_plot_is_a_png_with_one_panel_per_store(report, tmp_path):
-    json_path, md_path = report.write(tmp_path)
+    json_path, md_path = write_report(report, tmp_path)
     assert set(report.plots) == set(plots.PLOTS) == {"stages", "latency", "overlap"}
     for kind, name in report.plots.items():
         assert name == f"parity-{report.report_id}-{kind}.png"
@@ -53,11 +55,11 @@ def test_every_plot_is_a_png_with_one_panel_per_store(report, tmp_path):
 
 
 def test_the_markdown_links_the_plots_by_relative_path(report, tmp_path):
-    _, md_path = report.write(tmp_path)
+    _, md_path = write_report(report, tmp_path)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md_path.read_text())
     assert links == list(report.plots.values())
     assert all((md_path.parent / link).is_file() for link in links)
-    inline = report.to_markdown(image_link=lambda name: f"data:image/png;base64,{name}")
+    inline = report_markdown(report, image_link=lambda name: f"data:image/png;base64,{name}")
     assert inline.count("](data:image/png;base64,") == 3
 
 
@@ -87,5 +89,5 @@ def test_a_report_without_queries_or_timings_has_no_plots(report, tmp_path):
     data["aggregates"] = {k: v for k, v in data["aggregates"].items() if k != "stage_latency_ms"}
     bare = ParityReport.from_dict(data)
     assert plots.render_plots(bare) == {}
-    bare.write(tmp_path)
-    assert bare.plots == {} and "## Plots" not in bare.to_markdown()
+    write_report(bare, tmp_path)
+    assert bare.plots == {} and "## Plots" not in report_markdown(bare)

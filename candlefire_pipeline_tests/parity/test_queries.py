@@ -38,8 +38,26 @@ def test_extra_file_ids_default_to_file_and_line(tmp_path):
     )
     assert load_queries(extra) == [
         ParityQuery("mine:1", "SPG302 in mice", (), ("SPG302",)),
-        ParityQuery("named", "tofersen", ("tofersen",), ()),
+        ParityQuery("named", "tofersen", ("tofersen",), None),  # terms from the text
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "keyword_terms"),
+    [
+        # no "terms": the app's rule takes the text's identifier tokens after the entities
+        ('{"text": "Does SPG302 help SOD1-G93A mice with ALS?", "entities": ["tofersen"]}',
+         ("tofersen", "SPG302", "SOD1", "G93A", "ALS")),
+        # given terms replace the tokens; duplicates of entity names are dropped
+        ('{"text": "SPG 302 in mice", "entities": ["SPG302"], "terms": ["SPG 302", "SPG302"]}',
+         ("SPG302", "SPG 302")),
+        ('{"text": "SPG302 in mice", "terms": []}', ()),
+    ],
+)  # fmt: skip
+def test_keyword_terms_follow_the_apps_rule(tmp_path, line, keyword_terms):
+    path = tmp_path / "q.jsonl"
+    path.write_text(line + "\n")
+    assert load_queries(path)[0].keyword_terms == keyword_terms
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,9 @@ from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.status import collect_status, format_status
 from candlefire_pipeline.parity.gates import evaluate_gates, gates_from_dicts
-from candlefire_pipeline.parity.report import ParityReport, load_latest
+from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report_files import load_latest, write_report
+from candlefire_pipeline.parity.report_markdown import report_markdown
 from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
@@ -39,16 +41,16 @@ def test_an_old_report_loads_renders_and_round_trips(old, tmp_path):
     assert report.report_id == REPORT_ID and report.stores() == ["chroma", "pgvector"]
     assert (report.store_divergences, report.unavailable, report.plots) == ({}, {}, {})
     assert report.evaluated_stores() == [] and report.diverging_stores() == []
-    md = report.to_markdown()
+    md = report_markdown(report)
     assert "Not recorded: this report was written before the per-store comparison." in md
     assert "## Plots" not in md and "| gate | result |" in md
     assert set(report.headline()) >= {"mean_overlap", "p95_ratio", "ann_recall_pgvector"}
-    report.write(tmp_path)
+    write_report(report, tmp_path)
     assert report.plots == {} and not list(tmp_path.glob("*.png"))
     assert load_latest(tmp_path) == report
 
 
-def test_an_old_report_is_judged_exactly_as_it_was(old):
+def test_an_old_report_is_judged_as_it_was_and_cannot_flip_without_conformance(old):
     report = ParityReport.from_dict(old)
     ledger = old["ledger"]["applied"]
     thresholds = ParityThresholds(**old["thresholds"])
@@ -57,12 +59,14 @@ def test_an_old_report_is_judged_exactly_as_it_was(old):
     assert [dataclasses.astuple(g) for g in now[: len(recorded)]] == [
         dataclasses.astuple(g) for g in recorded
     ]
-    # gates added since: the version floor fails on a report that predates it (re-run it);
-    # live evidence is not required by default: those pass and say so
+    # gates added since: the version floor and conformance fail on a report that predates them
+    # (re-run it); live evidence is not required by default: those pass and say so
     added = {g.name: g for g in now[len(recorded) :]}
-    assert list(added) == ["pgvector_version", *SHADOW_GATES]
+    assert list(added) == ["pgvector_version", "candlefire_conformance", *SHADOW_GATES]
     assert not added["pgvector_version"].passed
     assert "does not record the pgvector version" in added["pgvector_version"].detail
+    assert not added["candlefire_conformance"].passed
+    assert added["candlefire_conformance"].detail.startswith("unknown")
     assert all(added[name].passed for name in SHADOW_GATES)
     assert "not required" in added["shadow_queries"].detail
 

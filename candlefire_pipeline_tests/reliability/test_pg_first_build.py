@@ -25,7 +25,8 @@ from candlefire_pipeline_tests.reliability.helpers import WAIT_LIMIT_S, expected
 TABLE = "first_build"
 LAYOUTS = {
     "vector": AnnParams(),
-    "halfvec-binary": AnnParams(vector_type="halfvec", quantization="binary"),
+    "halfvec": AnnParams(vector_type="halfvec"),
+    "binary": AnnParams(quantization="binary"),
 }
 
 

@@ -85,7 +85,7 @@ def _reads(backend: PgVectorBackend) -> dict:
         "papers": backend.paper_hashes(),
         "has": backend.has_paper("12"),
         "semantic": backend.semantic_candidates(query, 3),
-        "substring": backend.substring_candidates(["ALS"], query[0], 10),
+        "substring": backend.substring_candidates(["ALS"], query[:1], 10),
         "contains": backend.contains(["TDP-43"], Filter(abstract_only=True)),
         "fetch": backend.fetch(Filter(pmids=("11", "13"))),
         "retrieve": (retrieval.pmids, retrieval.grounding),

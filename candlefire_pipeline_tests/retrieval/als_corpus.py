@@ -58,7 +58,7 @@ ENTITIES = ("TDP-43", "SOD1", "C9orf72", "FTD")
 TERMS = ("SPG302", "ATXN2", "TDP43", "XYZ999")
 
 #: Small lists so that only clearly separated similarities decide a rank.
-SETTINGS = RetrievalSettings(semantic_n=3, entity_hits=1, keyword_n=20)
+SETTINGS = RetrievalSettings(semantic_n=3, entity_hits=1)
 
 
 def vocabulary() -> list[str]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 
 from candlefire_pipeline.retrieval import best_per_pmid
+from candlefire_pipeline.retrieval.fetch import top_k
 from candlefire_pipeline.retrieval.ranking import apply_citation_boost, recency_factor, rrf_merge
-from candlefire_pipeline.retrieval.ties import canonical_top
 
 
 def row(pmid: str, similarity: float | None = 0.5, chunk: str = "", **extra) -> dict:
@@ -26,9 +27,10 @@ def test_rrf_scores_and_tie_order_by_hand():
     # because it appears first; C: ranks 3 and 1 -> 1/13 + 1/11; D: rank 2 -> 1/12.
     assert [r["pmid"] for r in merged] == ["A", "B", "C", "D"]
     assert merged[0]["rrf_score"] == merged[1]["rrf_score"]
-    assert merged[0]["rrf_score"] == pytest.approx(1 / 11 + 1 / 12)
-    assert merged[2]["rrf_score"] == pytest.approx(1 / 13 + 1 / 11)
-    assert merged[3]["rrf_score"] == pytest.approx(1 / 12)
+    # candle-fire rounds the reported score to 6 decimals (the order uses the exact sums)
+    assert merged[0]["rrf_score"] == round(1 / 11 + 1 / 12, 6)
+    assert merged[2]["rrf_score"] == round(1 / 13 + 1 / 11, 6)
+    assert merged[3]["rrf_score"] == round(1 / 12, 6)
     # the dict kept for A is its most similar one, from the third list
     assert merged[0]["chunk_id"] == "A_s2" and merged[0]["similarity"] == 0.9
 
@@ -168,25 +170,63 @@ def _hits(similarities: dict[str, float]) -> list[dict]:
     return [{"pmid": k, "chunk_id": k, "similarity": v} for k, v in similarities.items()]
 
 
+class TieCuttingStore:
+    """Answers top-n requests over fixed similarities, picking among tied rows at the cut by its
+    own whim (reverse id order), and counts the requests."""
+
+    def __init__(self, similarities: dict[str, float]) -> None:
+        self.rows = sorted(_hits(similarities), key=lambda r: (-r["similarity"], r["chunk_id"]))
+        self.rows = sorted(self.rows, key=lambda r: -r["similarity"])  # ties: reverse id order
+        self.rows = [
+            r for _, group in itertools.groupby(self.rows, key=lambda r: r["similarity"])
+            for r in sorted(group, key=lambda r: r["chunk_id"], reverse=True)
+        ]  # fmt: skip
+        self.limits: list[int] = []
+
+    def ask(self, indices, limit: int) -> list[list[dict]]:
+        self.limits.append(limit)
+        return [self.rows[:limit] for _ in indices]
+
+
+# a store holding a at .9 and 20 chunks tied at .5 (t00..t19), and z at .1
+TIED = {"a": 0.9, **{f"t{i:02d}": 0.5 for i in range(20)}, "z": 0.1}
+
+
 @pytest.mark.parametrize(
-    ("store_answer", "keep", "asked", "expected"),
+    ("similarities", "keep", "expected", "requests"),
     [
-        # the store returned less than asked: it holds nothing more, the tail tie is complete
-        ({"a": 0.9, "b": 0.5, "c": 0.5}, 2, 5, ["a", "b"]),
-        # a tie group reaching the cut and the end of the answer may go on: left out whole
-        ({"a": 0.9, "b": 0.5, "c": 0.5}, 2, 3, ["a"]),
-        # ... whichever tied chunk the store happened to return
-        ({"a": 0.9, "z": 0.5, "c": 0.5}, 2, 3, ["a"]),
-        # the tail tie lies beyond the cut: it does not matter
-        ({"a": 0.9, "b": 0.8, "c": 0.5, "d": 0.5}, 2, 4, ["a", "b"]),
-        # a tie at the cut that ends inside the answer is cut by id
-        ({"a": 0.9, "c": 0.5, "b": 0.5, "d": 0.1}, 2, 4, ["a", "b"]),
-        # everything tied: nothing better exists than the store's pick, kept
-        ({"a": 0.5, "b": 0.5}, 1, 2, ["a"]),
-        ({}, 3, 5, []),
+        # the store returned less than asked: it holds nothing more
+        ({"a": 0.9, "b": 0.5, "c": 0.5}, 2, ["a", "b"], 1),
+        # a tie at the cut that ends inside the answer is cut by id, one request
+        ({"a": 0.9, "c": 0.5, "b": 0.5, "d": 0.1, **{f"e{i}": 0.05 for i in range(9)}}, 2,
+         ["a", "b"], 1),
+        # a tie group reaching past the answer: asked again until it closes, then cut by id
+        (TIED, 3, ["a", "t00", "t01"], 2),
+        # ... unless the store returned all it holds
+        (TIED, 21, ["a", *[f"t{i:02d}" for i in range(20)]], 1),
+        # everything tied: asked again for all of them
+        ({f"u{i:02d}": 0.5 for i in range(12)}, 1, ["u00"], 2),
+        ({}, 3, [], 1),
     ],
-)
-def test_canonical_top_never_depends_on_which_tied_chunks_a_store_picked(
-    store_answer, keep, asked, expected
+)  # fmt: skip
+def test_top_k_keeps_exactly_k_rows_whatever_tied_chunks_a_store_picked(
+    similarities, keep, expected, requests
 ):
-    assert [row["pmid"] for row in canonical_top(_hits(store_answer), keep, asked)] == expected
+    store = TieCuttingStore(similarities)
+    (found,) = top_k(store.ask, 1, keep)
+    assert [row["pmid"] for row in found] == expected
+    assert len(store.limits) == requests
+
+
+def test_top_k_asks_again_only_for_the_sub_queries_with_an_open_tie():
+    tied, clear = TieCuttingStore(TIED), TieCuttingStore({"a": 0.9, "b": 0.8, "c": 0.1})
+    asked: list[tuple[list[int], int]] = []
+
+    def ask(indices, limit):
+        asked.append((list(indices), limit))
+        return [(tied if i == 0 else clear).ask([i], limit)[0] for i in indices]
+
+    first, second = top_k(ask, 2, 3)
+    assert [r["pmid"] for r in first] == ["a", "t00", "t01"]
+    assert [r["pmid"] for r in second] == ["a", "b", "c"]
+    assert [indices for indices, _ in asked] == [[0, 1], [0]]

@@ -34,13 +34,16 @@ def test_real_model_retrieve(real_store, minilm):
     )
     # the query is 1001's document word for word, so the model must put it first
     assert result.semantic_pmids[0] == "1001"
-    # substring hits do not depend on the model: 1001, 1002, 1003 (SPG-302 body), 1007 (ATXN2)
-    assert sorted(result.keyword_pmids) == ["1001", "1002", "1003", "1007"]
+    # keyword terms = entity names + terms; substring hits do not depend on the model:
+    # 1004 (TDP-43), 1005 (SOD1), 1001, 1002, 1003 (SPG-302 body), 1007 (ATXN2)
+    assert sorted(result.keyword_pmids) == ["1001", "1002", "1003", "1004", "1005", "1007"]
     assert result.grounding == {
+        "TDP-43": {"corpus": True, "abstract": True},
+        "SOD1": {"corpus": True, "abstract": True},
         "SPG302": {"corpus": True, "abstract": True},
         "ATXN2": {"corpus": True, "abstract": False},
     }
-    # 8 papers < semantic_n=20, so every paper is fused and all fit in the top 15
+    # 8 papers < semantic_n=30, so every paper is fused and all fit in the top 15
     assert sorted(result.pmids) == [p.pmid for p in als.PAPERS]
     finals = [row["final_score"] for row in result.results]
     assert finals == sorted(finals, reverse=True)

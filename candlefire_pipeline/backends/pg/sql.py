@@ -174,19 +174,34 @@ def result_columns(alias: str = "c") -> sql.Composed:
 
 
 def semantic_query(
-    names: Names, where: Filter, vectors: list, n: int, layout: Layout, dim: int, candidates: int
+    names: Names,
+    where: Filter,
+    vectors: list,
+    n: int,
+    layout: Layout,
+    dim: int,
+    candidates: int,
+    exact: bool = False,
 ) -> tuple[sql.Composed, list]:
     """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector.
 
-    With binary quantization the HNSW walk orders by Hamming distance for `candidates` rows,
-    which are then re-ranked by exact cosine distance on the stored vectors. The vectors go as a
-    binary parameter (%b): pgvector-python's text form formats every float in Python (2.5 ms per
+    With a compressed index (half precision, binary quantization) the HNSW walk orders by the
+    index's distance for `candidates` rows, which are then re-ranked by exact cosine distance on
+    the stored float32 vectors. `exact` orders every row by its cosine distance instead (an
+    expression the HNSW index does not match, so no graph walk). The vectors go as a binary
+    parameter (%b): pgvector-python's text form formats every float in Python (2.5 ms per
     384-dim vector at load 13 here), which was most of the 12-name fan-out's client time.
     """
     conds, params = where_clause(where)
-    query_vec = layout.query_vector(sql.SQL("q.vec"))
+    query_vec = sql.SQL("q.vec")
     embedding = sql.SQL("c.embedding")
-    if layout.quantization == "binary":
+    if exact:
+        nearest = sql.SQL(
+            "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
+            "FROM {t} c WHERE {cond} ORDER BY (c.embedding <=> {q}) + 0 LIMIT %s"
+        )
+        limits = [n]
+    elif layout.reranked:
         nearest = sql.SQL(
             """SELECT {inner_cols}, c.embedding <=> {q} AS distance FROM (
                 SELECT * FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s
@@ -223,32 +238,55 @@ def substring_query(
     variants: list[str],
     mode: str,
     where: Filter,
-    vector,
+    vectors: list,
     n: int,
     layout: Layout = PLAIN,
 ) -> tuple[sql.Composed, list]:
-    """Exact: every chunk holding a variant (trigram index), then sorted by cosine distance.
+    """Per variant: every chunk holding it (trigram index), sorted by cosine distance to that
+    variant's own vector, the first n; all variants in one statement, `ord` numbering them.
 
-    MATERIALIZED keeps the planner from walking the HNSW index with the LIKE as a post-filter,
-    which would be approximate and, for rare terms, scan up to hnsw.max_scan_tuples rows.
+    Exact. Each variant's filter is a MATERIALIZED CTE, which keeps the planner from walking the
+    HNSW index with the LIKE as a post-filter (approximate, and for a rare term a scan of up to
+    hnsw.max_scan_tuples rows).
     """
-    like, like_params = substring_clause(variants, mode)
-    conds, params = where_clause(where)
+    conds, filter_params = where_clause(where)
+    operator = sql.SQL("ILIKE" if mode == "ilike" else "LIKE")
+    ctes, branches, params, limits = [], [], [], []
+    for ordinal, (variant, vector) in enumerate(zip(variants, vectors, strict=True)):
+        hits = sql.Identifier(f"h{ordinal}")
+        ctes.append(
+            sql.SQL(
+                "{h} AS MATERIALIZED (SELECT c.chunk_id, c.embedding <=> {q} AS distance "
+                "FROM {t} c WHERE c.document {op} %s ESCAPE '\\' AND {cond})"
+            ).format(
+                h=hits,
+                q=sql.SQL("%b::vector"),
+                t=names.ident(),
+                op=operator,
+                cond=_conjunction(conds),
+            )
+        )
+        params += [vector, like_pattern(variant), *filter_params]
+        branches.append(
+            sql.SQL(
+                "(SELECT {o} AS ord, chunk_id, distance FROM {h} ORDER BY distance, "
+                'chunk_id COLLATE "C" LIMIT %s)'
+            ).format(o=sql.Literal(ordinal), h=hits)
+        )
+        limits.append(n)
     query = sql.SQL(
-        """WITH hits AS MATERIALIZED (
-            SELECT c.chunk_id, c.embedding <=> {q} AS distance FROM {t} c WHERE {like} AND {cond}
-        ), best AS (SELECT * FROM hits ORDER BY distance, chunk_id COLLATE "C" LIMIT %s)
-        SELECT {cols}, 1 - best.distance AS similarity
-        FROM best JOIN {t} c USING (chunk_id) ORDER BY best.distance, c.chunk_id COLLATE "C"
+        """WITH {ctes}
+        SELECT best.ord, {cols}, 1 - best.distance AS similarity
+        FROM ({branches}) best JOIN {t} c ON c.chunk_id = best.chunk_id
+        ORDER BY best.ord, best.distance, c.chunk_id COLLATE "C"
         """
     ).format(
+        ctes=sql.SQL(", ").join(ctes),
+        branches=sql.SQL(" UNION ALL ").join(branches),
         t=names.ident(),
-        q=layout.query_vector(sql.SQL("%b::vector")),
-        like=like,
-        cond=_conjunction(conds),
         cols=result_columns(),
     )
-    return query, [vector, *like_params, *params, n]
+    return query, params + limits
 
 
 def contains_query(names: Names, variants: list[str], mode: str, where: Filter):

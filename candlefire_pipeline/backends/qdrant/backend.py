@@ -291,26 +291,31 @@ class QdrantBackend:
         return [hits(response.points) for response in responses]
 
     def substring_candidates(
-        self, variants: Sequence[str], vector: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[ResultRow]:
+        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
+    ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
-        variants = common.clean_variants(variants)
-        stored = self._known_model()
-        query = common.query_matrix(vector, stored)[0]
-        if stored is None or not variants or common.matches_nothing(where):
+        variants = common.check_variant_queries(variants, vectors)
+        if not variants:
             return []
+        stored = self._known_model()
+        queries = common.query_matrix(vectors, stored)
+        if stored is None or common.matches_nothing(where):
+            return [[] for _ in variants]
         # exact: the filter is a payload scan anyway, and a filtered HNSW walk can stop short
         params = None if self.local else models.SearchParams(exact=True)
-        with self._guard:
-            response = self._client.query_points(
-                self.collection,
+        requests = [
+            models.QueryRequest(
                 query=query.tolist(),
-                query_filter=qdrant_filter(where, variants, self.narrow),
+                filter=qdrant_filter(where, [variant], self.narrow),
                 limit=n,
                 with_payload=True,
-                search_params=params,
+                params=params,
             )
-        return hits(response.points)
+            for variant, query in zip(variants, queries, strict=True)
+        ]
+        with self._guard:
+            responses = self._client.query_batch_points(self.collection, requests=requests)
+        return [hits(response.points) for response in responses]
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)

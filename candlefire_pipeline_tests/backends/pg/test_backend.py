@@ -58,12 +58,14 @@ def test_substring_search_uses_the_trigram_index(make_backend):
     store.replace_papers(make_rows(chunks, unit_vectors(300, DIM)))
     store.conn.execute(pg_sql.sql.SQL("ANALYZE {}").format(store.names.ident()))
     query, params = pg_sql.substring_query(
-        store.names, ["number 42 "], "like", Filter(), unit_vectors(1, DIM)[0], 5
+        store.names, ["number 42 ", "number 7 "], "like", Filter(), list(unit_vectors(2, DIM)), 5
     )
     store.conn.execute("SET enable_seqscan = off")  # small table: make the plan choice explicit
     plan = store.conn.execute(b"EXPLAIN " + query.as_bytes(store.conn), params).fetchall()
     store.conn.execute("RESET enable_seqscan")
-    assert any(f"{store.names.table}_document_trgm" in line[0] for line in plan)
+    trigram_scans = [line[0] for line in plan if f"{store.names.table}_document_trgm" in line[0]]
+    assert len(trigram_scans) == 2  # one per variant, never an HNSW walk with a post-filter
+    assert not any(f"{store.names.table}_embedding_hnsw" in line[0] for line in plan)
 
 
 @pytest.mark.parametrize("table", ["Chunks", "chunks; drop table x", "a" * 41, "1abc", ""])

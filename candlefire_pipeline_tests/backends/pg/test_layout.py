@@ -1,6 +1,9 @@
-"""pgvector layouts (vector / halfvec, plain / binary-quantized HNSW) and per-stage ANN effort."""
+"""pgvector ANN index layouts (float32 / half-precision / binary HNSW over float32 vectors) and
+per-stage ANN effort."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import psycopg
@@ -10,6 +13,7 @@ from candlefire_pipeline.backends.base import DimensionMismatchError, Filter
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.backends.pg.layout import AnnParams, Layout, StoreLayoutError
+from candlefire_pipeline.settings import PgAnnSettings
 from candlefire_pipeline_tests.fixtures_backends import PG_LAYOUTS, chunk, make_rows, unit_vectors
 
 DIM = 8
@@ -44,11 +48,10 @@ def ann_index_def(store: PgVectorBackend) -> str:
     ("ann", "column", "index_words"),
     [
         (AnnParams(), f"vector({DIM})", ["vector_cosine_ops"]),
-        (HALFVEC, f"halfvec({DIM})", ["halfvec_cosine_ops"]),
+        (HALFVEC, f"vector({DIM})", [f"halfvec({DIM})", "halfvec_cosine_ops"]),
         (BINARY, f"vector({DIM})", ["binary_quantize", f"bit({DIM})", "bit_hamming_ops"]),
-        (PG_LAYOUTS["pgvector-halfvec-binary"], f"halfvec({DIM})", ["binary_quantize"]),
     ],
-    ids=["vector", "halfvec", "binary", "halfvec-binary"],
+    ids=["vector", "halfvec", "binary"],
 )
 @pytest.mark.parametrize("bulk", [False, True], ids=["incremental", "first-build"])
 def test_layout_is_built_into_table_and_index(make_backend, ann, column, index_words, bulk):
@@ -59,16 +62,32 @@ def test_layout_is_built_into_table_and_index(make_backend, ann, column, index_w
     assert all(word in ann_index_def(store) for word in index_words)
     assert store.stored_layout() == Layout.of(ann)
     hits = store.semantic_candidates(vectors[[7]], 3)[0]
-    assert hits[0]["chunk_id"] == "7" and hits[0]["similarity"] == pytest.approx(1, abs=1e-3)
+    # every layout re-ranks (or ranks) by the float32 cosine: exact similarities
+    assert hits[0]["chunk_id"] == "7" and hits[0]["similarity"] == pytest.approx(1, abs=1e-6)
+
+
+def test_halfvec_and_binary_together_are_refused():
+    with pytest.raises(ValueError, match="choose two different ANN indexes"):
+        PgAnnSettings(vector_type="halfvec", quantization="binary")
+
+
+def test_a_halfvec_column_of_an_earlier_release_is_refused_with_the_way_out(make_backend, pg_dsn):
+    store = make_backend("pgvector")
+    table = store.names.ident().as_string(store.conn)
+    store.conn.execute(f"CREATE TABLE {table} (chunk_id text, embedding halfvec({DIM}))")
+    store.conn.commit()
+    assert store.stored_layout() == Layout("halfvec column", "none")
+    with pytest.raises(StoreLayoutError, match="halfvec column .*rebuild the store"):
+        store.semantic_candidates(unit_vectors(1, DIM), 3)
 
 
 @pytest.mark.parametrize(
     ("built_as", "read_as", "message"),
     [
-        (HALFVEC, AnnParams(), "built as halfvec with HNSW but vector with HNSW"),
-        (AnnParams(), HALFVEC, "built as vector with HNSW but halfvec with HNSW"),
-        (AnnParams(), BINARY, "built as vector with HNSW but vector with binary-quantized"),
-        (BINARY, AnnParams(), "built as vector with binary-quantized HNSW but vector with"),
+        (HALFVEC, AnnParams(), "built with a half-precision HNSW index but an HNSW index"),
+        (AnnParams(), HALFVEC, "built with an HNSW index but a half-precision HNSW index"),
+        (AnnParams(), BINARY, "built with an HNSW index but a binary-quantized HNSW index"),
+        (BINARY, AnnParams(), "built with a binary-quantized HNSW index but an HNSW index"),
     ],
     ids=["halfvec-as-vector", "vector-as-halfvec", "plain-as-binary", "binary-as-plain"],
 )
@@ -151,7 +170,8 @@ def test_ann_recall_against_the_exact_oracle(make_backend, name):
     """
     dim, k = 64, 10
     vectors = clustered(3_000, dim)
-    store = make_backend(name)
+    ann = replace(PG_LAYOUTS.get(name, AnnParams()), full_scan_rows=0)  # the graph walk
+    store = make_backend("pgvector", ann=ann)
     store.replace_papers(make_rows([chunk(str(i)) for i in range(3_000)], vectors))
     queries = clustered(40, dim, seed=9)
     found = store.semantic_candidates(queries, k, stage="semantic")
@@ -164,21 +184,37 @@ def test_ann_recall_against_the_exact_oracle(make_backend, name):
     # binary: candidates tied at the k*factor-th Hamming distance are an arbitrary pick on both,
     # and HNSW over a Hamming space full of ties is itself approximate (0.89-0.93 over runs)
     assert recall >= (0.85 if store.layout.quantization == "binary" else 0.97), recall
-    tolerance = 2e-3 if store.layout.vector_type == "halfvec" else 1e-5
     for hits, query in zip(found, queries, strict=True):
         sims = [h["similarity"] for h in hits]
         assert sims == sorted(sims, reverse=True) and len(hits) == k
         for hit in hits:
             exact_sim = float(vectors[int(hit["chunk_id"])] @ query)
-            assert hit["similarity"] == pytest.approx(exact_sim, abs=tolerance)
+            assert hit["similarity"] == pytest.approx(exact_sim, abs=1e-5)
 
 
 def current(store: PgVectorBackend, guc: str) -> str:
     return store.conn.execute("SELECT current_setting(%s)", [guc]).fetchone()[0]
 
 
+def test_a_small_table_is_searched_exactly_and_a_large_one_through_the_graph(make_backend):
+    """Below full_scan_rows no graph walk can miss a neighbour (Qdrant's full_scan_threshold)."""
+    vectors = clustered(300, DIM)
+    small = make_backend("pgvector", ann=AnnParams(full_scan_rows=300))
+    large = make_backend("pgvector", ann=AnnParams(full_scan_rows=299, ef_search=3))
+    for store in (small, large):
+        store.replace_papers(make_rows([chunk(str(i)) for i in range(300)], vectors))
+        store.conn.execute("SELECT pg_stat_force_next_flush()")  # the estimate reads the stats
+    queries = clustered(30, DIM, seed=3)
+    wanted = [np.argsort(-(vectors @ q))[:10].tolist() for q in queries]
+    exact = small.semantic_candidates(queries, 10, stage="entities")
+    assert [[int(r["chunk_id"]) for r in hits] for hits in exact] == wanted
+    assert current(small, "hnsw.ef_search") == "40"  # no effort sent: no walk
+    large.semantic_candidates(queries, 10, stage="semantic")
+    assert current(large, "hnsw.ef_search") == "10"  # the walk, at max(ef, n)
+
+
 def test_each_stage_runs_with_its_own_effort(make_backend):
-    ann = AnnParams(ef_search=120, ef_search_entities=15, max_scan_tuples=5_000)
+    ann = AnnParams(ef_search=120, ef_search_entities=15, max_scan_tuples=5_000, full_scan_rows=0)
     store = make_backend("pgvector", ann=ann)
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     queries = unit_vectors(3, DIM, seed=4)
@@ -198,14 +234,16 @@ def test_each_stage_runs_with_its_own_effort(make_backend):
 
 
 def test_binary_walk_explores_every_candidate_it_reranks(make_backend):
-    store = make_backend("pgvector", ann=AnnParams(quantization="binary", rerank_factor=30))
+    store = make_backend(
+        "pgvector", ann=AnnParams(quantization="binary", rerank_factor=30, full_scan_rows=0)
+    )
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 20, stage="entities")
     assert current(store, "hnsw.ef_search") == "600"
 
 
 def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
-    store = make_backend("pgvector", ann=AnnParams(ef_search=77))
+    store = make_backend("pgvector", ann=AnnParams(ef_search=77, full_scan_rows=0))
     store.replace_papers(make_rows([chunk(str(i)) for i in range(5)], unit_vectors(5, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 3)
     pid = store.conn.info.backend_pid
@@ -219,9 +257,9 @@ def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
 
 
 def test_iterative_scan_fills_selective_filtered_queries(make_backend):
-    ann = AnnParams(ef_search=10)
+    ann = AnnParams(ef_search=10, full_scan_rows=0)
     relaxed = make_backend("pgvector", ann=ann)
-    off = make_backend("pgvector", ann=AnnParams(ef_search=10, iterative_scan="off"))
+    off = make_backend("pgvector", ann=replace(ann, iterative_scan="off"))
     papers = [chunk(str(i), year=2020 if i % 25 == 0 else 1999) for i in range(1_000)]
     rows = make_rows(papers, unit_vectors(1_000, DIM, seed=5))
     where = Filter(min_year=2010)  # 40 of 1,000 chunks

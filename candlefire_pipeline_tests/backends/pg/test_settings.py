@@ -11,7 +11,7 @@ from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 ENV = {
     "CANDLEFIRE_PG_VECTOR_TYPE": "HalfVec",
-    "CANDLEFIRE_PG_QUANTIZATION": "binary",
+    "CANDLEFIRE_PG_QUANTIZATION": "none",
     "CANDLEFIRE_PG_RERANK_FACTOR": "7",
     "CANDLEFIRE_HNSW_EF_SEARCH": "150",
     "CANDLEFIRE_HNSW_EF_SEARCH_ENTITIES": "30",
@@ -23,21 +23,25 @@ ENV = {
 def test_defaults_are_one_value_each(monkeypatch):
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
-    assert Settings.from_env().pg_ann == PgAnnSettings()
+    settings = Settings.from_env()
+    assert settings.pg_ann == PgAnnSettings()
+    assert (settings.hnsw_ef_search, settings.hnsw_ef_search_entities) == (200, 40)
 
 
 def test_every_setting_is_read_from_the_environment(monkeypatch):
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
-    assert Settings.from_env().pg_ann == PgAnnSettings(
+    settings = Settings.from_env()
+    assert settings.pg_ann == PgAnnSettings(
         vector_type="halfvec",
-        quantization="binary",
+        quantization="none",
         rerank_factor=7,
-        ef_search=150,
-        ef_search_entities=30,
         iterative_scan="strict_order",
         max_scan_tuples=5000,
     )
+    assert (settings.hnsw_ef_search, settings.hnsw_ef_search_entities) == (150, 30)
+    ann = pg_ann_params(settings)  # what the pgvector driver gets
+    assert (ann.vector_type, ann.ef_search, ann.ef_search_entities) == ("halfvec", 150, 30)
 
 
 @pytest.mark.parametrize(
@@ -60,9 +64,11 @@ def test_bad_values_name_the_variable(monkeypatch, name, value, message):
 
 
 def test_the_factory_opens_the_configured_layout(tmp_path, pg_dsn):
-    ann = PgAnnSettings(vector_type="halfvec", ef_search_entities=25)
+    ann = PgAnnSettings(vector_type="halfvec")
     base = Settings.from_env().with_data_dir(tmp_path)
-    settings = replace(base, pg_dsn=pg_dsn, pg_table="ann_factory", pg_ann=ann)
+    settings = replace(
+        base, pg_dsn=pg_dsn, pg_table="ann_factory", pg_ann=ann, hnsw_ef_search_entities=25
+    )
     store = open_backend("pgvector", settings)
     try:
         assert store.ann == pg_ann_params(settings)

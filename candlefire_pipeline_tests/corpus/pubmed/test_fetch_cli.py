@@ -77,12 +77,13 @@ def parse_fetch_args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["--query", "SPG302 OR TDP-43", "--since", "2025-01-01", *argv])
 
 
-def test_cmd_fetch_writes_into_the_configured_drops_dir(tmp_path):
+def test_cmd_fetch_writes_into_the_configured_drops_dir(tmp_path, capsys):
     settings = SimpleNamespace(drops_dir=tmp_path / "drops", ncbi_api_key=KEY, ncbi_email=None)
     fake = FakeEutils()
     args = parse_fetch_args("--until", "2025-05-31", "--max", "4")
     assert cli.cmd_fetch(args, settings, transport=fake) == 0
     (drop,) = (tmp_path / "drops").iterdir()
+    assert capsys.readouterr().out.startswith(f"fetch-pubmed: 4 records in {drop} (")
     assert written_pmids(drop) == PMIDS[:4]
     assert fake.calls[0].params["term"] == "SPG302 OR TDP-43"
     assert fake.calls[0].params["maxdate"] == "2025/05/31"
@@ -97,11 +98,13 @@ def test_cmd_fetch_writes_into_the_configured_drops_dir(tmp_path):
         ((), {("esearch", None): [lambda url: http_error(url, 400)]}, 1),
     ],
 )
-def test_cmd_fetch_exit_codes(tmp_path, caplog, argv, failures, code):
+def test_cmd_fetch_exit_codes(tmp_path, caplog, capsys, argv, failures, code):
     settings = SimpleNamespace(drops_dir=tmp_path, ncbi_api_key=KEY, ncbi_email=None)
     args = parse_fetch_args("--drops-dir", str(tmp_path / "cli"), *argv)
     assert cli.cmd_fetch(args, settings, transport=FakeEutils(failures=failures)) == code
-    assert "fetch-pubmed failed" in caplog.text and KEY not in caplog.text
+    out, err = capsys.readouterr()
+    assert err.startswith("candlefire fetch-pubmed: failed: ") and out == ""
+    assert KEY not in err + caplog.text
     assert list(tmp_path.iterdir()) == []
 
 

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.events import DagsterEventType
 
 from candlefire_pipeline.defs.progress import PROGRESS_PREFIX
 from candlefire_pipeline.demo_story import (
@@ -33,9 +32,9 @@ POLL_S = 0.5
 #: Progress lines are shown for steps running at least this long (short ones only get a result).
 LONG_STEP_S = 5.0
 _RECORD_TYPES = {
-    DagsterEventType.ASSET_MATERIALIZATION,
-    DagsterEventType.ASSET_CHECK_EVALUATION,
-    DagsterEventType.STEP_FAILURE,
+    dg.DagsterEventType.ASSET_MATERIALIZATION,
+    dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+    dg.DagsterEventType.STEP_FAILURE,
 }
 
 
@@ -67,7 +66,7 @@ def progress_messages(records, step_started: dict[str, float]) -> list[str]:
     shown = []
     for record in records:
         entry = record.event_log_entry
-        if entry.dagster_event_type == DagsterEventType.STEP_START:
+        if entry.dagster_event_type == dg.DagsterEventType.STEP_START:
             step_started[entry.step_key] = entry.timestamp
         elif not entry.is_dagster_event and entry.user_message.startswith(PROGRESS_PREFIX):
             started = step_started.get(entry.step_key, entry.timestamp)
@@ -99,10 +98,10 @@ def _read_story(instance: dg.DagsterInstance, run_id: str) -> RunStory:
     for record in instance.get_records_for_run(run_id, of_type=_RECORD_TYPES).records:
         entry = record.event_log_entry
         event = entry.dagster_event
-        if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
+        if event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             metadata = {k: v.value for k, v in entry.asset_materialization.metadata.items()}
             story.materialized[entry.asset_materialization.asset_key.to_user_string()] = metadata
-        elif event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
+        elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             story.checks[event.event_specific_data.check_name] = event.event_specific_data.passed
         else:
             message = event.event_specific_data.error.message.strip().splitlines()[0]
