@@ -22,6 +22,7 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.drops import write_chunks, write_papers
 from candlefire_pipeline.embedding import EmbeddingCache, load_embedder, write_embeddings
+from candlefire_pipeline.embedding.cache import text_key
 from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
 
@@ -74,8 +75,8 @@ def seed_cache(source: EmbeddingCache, target: EmbeddingCache, batch_dir: Path, 
     """Copy the base chunks' vectors (and only those) from the full build's cache."""
     import pyarrow.parquet as pq
 
-    hashes = pq.read_table(batch_dir / "chunks.parquet", columns=["content_hash"])
-    hashes = list(dict.fromkeys(hashes["content_hash"].to_pylist()))
+    documents = pq.read_table(batch_dir / "chunks.parquet", columns=["document"])
+    hashes = list(dict.fromkeys(text_key(d) for d in documents["document"].to_pylist()))
     found = source.get_many(model, hashes)
     if len(found) != len(hashes):
         raise AssertionError(f"full cache lacks {len(hashes) - len(found)} base chunks")

@@ -8,7 +8,7 @@ import logging
 import math
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from candlefire_pipeline.corpus.chunking import chunk_paper
 from candlefire_pipeline.corpus.demo_vocab import GENES, MODELS, OUTCOMES
 from candlefire_pipeline.embedding import EmbeddingCache
 from candlefire_pipeline.parity import metrics
+from candlefire_pipeline.parity.quality import ndcg_at  # noqa: F401 - the benchmarks' nDCG
 from candlefire_pipeline.settings import REPO_ROOT
 
 logger = logging.getLogger(__name__)
@@ -87,13 +88,6 @@ def scifact_queries() -> list[Query]:
     return [Query(r["qid"], r["text"], frozenset(map(str, r["relevant"]))) for r in rows]
 
 
-def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 10) -> float:
-    """Binary-gain nDCG@k."""
-    dcg = sum(1 / math.log2(i + 2) for i, pmid in enumerate(ranked[:k]) if pmid in relevant)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
-    return dcg / ideal if ideal else 0.0
-
-
 def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int = 100) -> float:
     """Share of the relevant documents in the top k (the parity report's recall)."""
     return metrics.recall(ranked[:k], relevant)
@@ -128,70 +122,86 @@ def _fit(text: str, filler: str) -> str:
     return text[:DOC_CHARS]
 
 
-def _chunk(pmid: str, j: int, n_chunks: int, title: str, year, citations: int, text: str):
-    """Chunk j of a synthetic paper, shaped like the chunker's (hashes filled in later)."""
-    section = "abstract" if j == 0 else SECTIONS[(j - 1) % len(SECTIONS)]
-    head = f"{title}\n" + ("\n" if j == 0 else f"[{section}]\n")
-    return {
-        "chunk_id": pmid if n_chunks == 1 else f"{pmid}_s{j}",
-        "pmid": pmid,
-        "section": section,
-        "chunk_index": j,
-        "title": title,
-        "year": year,
-        "doi": "",
-        "citation_count": max(citations, 0),
-        "entity_names": "",
-        "mesh_terms": "",
-        "has_full_text": n_chunks > 1,
-        "document": head + text,
-        "content_hash": "",
-        "paper_hash": "",
-    }
+@dataclass(frozen=True)
+class Codes:
+    """Drug-like codes written into chunks: in abstracts, only in body chunks, nowhere."""
+
+    in_abstracts: list[str]
+    bodies_only: list[str]
+    absent: list[str]
+
+
+class SyntheticStream:
+    """The synthetic corpus paper by paper (deterministic per seed and size), so a corpus of a
+    million chunks can be loaded in slices without holding its text; `synthetic_corpus` is its
+    whole list. Chunk j of a synthetic paper = normalize(E[a] + 0.5 E[b_j] + 0.3 noise), its text
+    the abstract of a (chunk 0) or of b_j (body chunks), cut to ~1,000 characters. Drug-like codes
+    are written into some chunks in the three spellings; some live only in body chunks.
+    """
+
+    def __init__(self, papers: list[dict], base: np.ndarray, seed: int = 7,
+                 size: int = LATENCY_CHUNKS) -> None:  # fmt: skip
+        self.papers, self.base, self.size = papers, base, size
+        self._rng = random.Random(seed)
+        self._noise = np.random.default_rng(seed)
+        codes = list(dict.fromkeys(_code(self._rng) for _ in range(700)))[:600]
+        self.codes = Codes(codes[:200], codes[200:400], codes[400:])
+
+    def __iter__(self) -> Iterator[tuple[list[dict], list[np.ndarray]]]:
+        """(chunks, vectors) of one paper at a time, `size` chunks in all."""
+        rng, made, number = self._rng, 0, 0
+        while made < self.size:
+            number += 1
+            a = rng.randrange(len(self.papers))
+            n_chunks = min(rng.choice((1, 1, 2, 3, 3, 4, 4, 5, 6)), self.size - made)
+            year = rng.randint(1985, 2025) if rng.random() > 0.03 else None
+            citations = max(int(rng.paretovariate(1.2)) - 1, 0)
+            paper = {"pmid": str(50_000_000 + number), "a": a, "n": n_chunks, "year": year,
+                     "citations": citations}  # fmt: skip
+            chunks, vectors = zip(*(self._chunk(paper, j) for j in range(n_chunks)), strict=True)
+            made += n_chunks
+            yield list(chunks), list(vectors)
+
+    def _chunk(self, paper: dict, j: int) -> tuple[dict, np.ndarray]:
+        rng, papers, a = self._rng, self.papers, paper["a"]
+        b = a if j == 0 else rng.randrange(len(papers))
+        # unit-norm Gaussian noise at 0.3 of a real embedding's length
+        jitter = self._noise.normal(size=self.base.shape[1]) / math.sqrt(self.base.shape[1])
+        vec = self.base[a] + (0.5 * self.base[b] if j else 0.0) + 0.3 * jitter
+        text = _fit(papers[b]["abstract"], papers[rng.randrange(len(papers))]["abstract"])
+        codes = self.codes
+        pool = codes.in_abstracts if j == 0 else codes.in_abstracts + codes.bodies_only
+        if rng.random() < 0.05:
+            code = _spelling(rng, rng.choice(pool))
+            cut = rng.randrange(0, len(text) - 20)
+            text = f"{text[:cut]} {code} {text[cut:]}"[:DOC_CHARS]
+        section = "abstract" if j == 0 else SECTIONS[(j - 1) % len(SECTIONS)]
+        title, pmid, n_chunks = papers[a]["title"], paper["pmid"], paper["n"]
+        chunk_id = pmid if n_chunks == 1 else f"{pmid}_s{j}"
+        document = f"{title}\n" + ("\n" if j == 0 else f"[{section}]\n") + text
+        chunk = {
+            "chunk_id": chunk_id, "pmid": pmid, "section": section, "chunk_index": j,
+            "title": title, "year": paper["year"], "doi": "", "citation_count": paper["citations"],
+            "entity_names": "", "mesh_terms": "", "has_full_text": n_chunks > 1,
+            "document": document, "content_hash": text_hash(chunk_id + document),
+            "paper_hash": text_hash(pmid),
+        }  # fmt: skip
+        return chunk, vec / np.linalg.norm(vec)
 
 
 def synthetic_corpus(
     papers: list[dict], base: np.ndarray, seed: int = 7, size: int = LATENCY_CHUNKS
 ) -> SyntheticCorpus:
-    """`size` chunks: each paper mixes two real SciFact embeddings plus noise.
-
-    Chunk j of a synthetic paper = normalize(E[a] + 0.5 E[b_j] + 0.3 noise), its text the
-    abstract of a (chunk 0) or of b_j (body chunks), cut to ~1,000 characters. Drug-like codes
-    are written into some chunks in the three spellings; some live only in body chunks.
-    """
-    rng = random.Random(seed)
-    noise = np.random.default_rng(seed)
-    codes = list(dict.fromkeys(_code(rng) for _ in range(700)))[:600]
-    in_abstracts, bodies_only, absent = codes[:200], codes[200:400], codes[400:]
+    """`size` chunks of SyntheticStream, all in memory."""
+    stream = SyntheticStream(papers, base, seed, size)
     chunks: list[dict] = []
     vectors: list[np.ndarray] = []
-    number = 0
-    while len(chunks) < size:
-        number += 1
-        a = rng.randrange(len(papers))
-        n_chunks = min(rng.choice((1, 1, 2, 3, 3, 4, 4, 5, 6)), size - len(chunks))
-        pmid = str(50_000_000 + number)
-        paper = papers[a]
-        year = rng.randint(1985, 2025) if rng.random() > 0.03 else None
-        citations = int(rng.paretovariate(1.2)) - 1
-        for j in range(n_chunks):
-            b = a if j == 0 else rng.randrange(len(papers))
-            # unit-norm Gaussian noise at 0.3 of a real embedding's length
-            jitter = noise.normal(size=base.shape[1]) / math.sqrt(base.shape[1])
-            vec = base[a] + (0.5 * base[b] if j else 0.0) + 0.3 * jitter
-            vectors.append(vec / np.linalg.norm(vec))
-            text = _fit(papers[b]["abstract"], papers[rng.randrange(len(papers))]["abstract"])
-            pool = in_abstracts if j == 0 else in_abstracts + bodies_only
-            if rng.random() < 0.05:
-                code = _spelling(rng, rng.choice(pool))
-                cut = rng.randrange(0, len(text) - 20)
-                text = f"{text[:cut]} {code} {text[cut:]}"[:DOC_CHARS]
-            chunks.append(_chunk(pmid, j, n_chunks, paper["title"], year, citations, text))
-    for chunk in chunks:
-        chunk["content_hash"] = text_hash(chunk["chunk_id"] + chunk["document"])
-        chunk["paper_hash"] = text_hash(chunk["pmid"])
-    return SyntheticCorpus(chunks, np.stack(vectors).astype(np.float32), in_abstracts,
-                           bodies_only, absent)  # fmt: skip
+    for paper_chunks, paper_vectors in stream:
+        chunks += paper_chunks
+        vectors += paper_vectors
+    codes = stream.codes
+    return SyntheticCorpus(chunks, np.stack(vectors).astype(np.float32), codes.in_abstracts,
+                           codes.bodies_only, codes.absent)  # fmt: skip
 
 
 def entity_pool(titles: Sequence[str]) -> list[str]:

@@ -1,5 +1,5 @@
 """`candlefire`: demo, status, rollback, promote, query, repair, maintain, register-drops,
-fetch-pubmed, create-reader-role."""
+fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc)."""
 
 from __future__ import annotations
 
@@ -93,6 +93,13 @@ def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.query import format_retrieval, run_query
 
+    if args.generation:
+        if args.backend == "serving":
+            raise ValueError("--generation needs --backend (serving follows the switch)")
+        from candlefire_pipeline.generations.view import generation_settings
+        from candlefire_pipeline.operations.generations import registry
+
+        settings = generation_settings(settings, registry(settings).get(args.generation))
     backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)
     if args.backend == "serving":
         print(f"serving backend: {backend} (as the app reads it: switch + override)")
@@ -159,6 +166,12 @@ def cmd_maintain(args: argparse.Namespace, settings: Settings) -> int:
     return 2 if report.failed else 0
 
 
+def cmd_generation(args: argparse.Namespace, settings: Settings) -> int:
+    from candlefire_pipeline.cli_generations import cmd_generation as run_verb
+
+    return run_verb(args, settings)
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -200,6 +213,7 @@ def _parser() -> argparse.ArgumentParser:
         default="serving",
         help="serving (default) follows the switch exactly as the app does",
     )
+    query.add_argument("--generation", help="query this index generation (with --backend)")
     repair = add("repair", help="reconcile a store with the ledger (dry run by default)")
     repair.add_argument("--store", choices=BACKEND_NAMES, required=True)
     repair.add_argument("--apply", action="store_true", help="fix what the dry run reports")
@@ -211,6 +225,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     fetch = add("fetch-pubmed", help="write PubMed E-utilities results as a new drop")
     add_fetch_arguments(fetch)
+    from candlefire_pipeline import cli_generations
+
+    cli_generations.add_parser(add, common)
     return parser
 
 
@@ -225,6 +242,7 @@ COMMANDS = {
     "repair": cmd_repair,
     "maintain": cmd_maintain,
     "fetch-pubmed": cmd_fetch,
+    "generation": cmd_generation,
 }
 
 

@@ -20,13 +20,16 @@ LAYERS = [
     {"settings"},
     {"corpus"},
     {"embedding"},
+    {"generations"},
     {"backends"},
     {"retrieval"},
     {"parity"},
     {"operations"},
     {"demo_story"},
     {"defs"},
-    {"definitions", "cli"},
+    {"definitions"},
+    {"cli_generations"},  # `generation build` loads the code location to run its job
+    {"cli"},
 ]
 #: The Dagster layer: every other module must import without loading dagster.
 DAGSTER_PARTS = {"defs", "definitions"}

@@ -39,6 +39,8 @@ VERBS = {
                            "role 'quiet_reader' can read"),
     "fetch-pubmed": (["fetch-pubmed", "--query", "SOD1", "--since", "2025-01-01",
                       "--batch-size", "0"], 2, "candlefire fetch-pubmed: failed: batch_size"),
+    "generation list": (["generation", "list"], 0, "default (default) ["),
+    "generation gc": (["generation", "gc"], 0, "nothing to drop"),
 }  # fmt: skip
 
 

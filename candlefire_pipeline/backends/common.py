@@ -32,6 +32,16 @@ def check_substring_mode(mode: str) -> str:
     return mode
 
 
+def check_case_sensitive_mode(mode: str, store: str, feature: str) -> str:
+    """A store whose substring match is case-sensitive only honours 'like'."""
+    if check_substring_mode(mode) == "ilike":
+        raise ValueError(
+            f"{feature} is case-sensitive: substring_mode 'ilike' cannot be honored by the "
+            f"{store} backend (use 'like', or the pgvector/memory backends for ilike)"
+        )
+    return mode
+
+
 # -- the model contract ----------------------------------------------------------------------
 
 

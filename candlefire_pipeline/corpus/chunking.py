@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 #: Bump when chunk ids, documents or metadata would change for the same paper.
@@ -116,3 +117,21 @@ def chunk_paper(paper: dict[str, Any]) -> list[dict[str, Any]]:
     mesh = " ".join(paper.get("mesh_terms") or [])
     document = f"{title}\n{mesh}\n{abstract}"
     return [_chunk(paper, paper["pmid"], "abstract", 0, document, False)]
+
+
+#: Chunker version -> chunk function. A chunker change is added beside the old one under a new
+#: version (its content_hash carries that version), so a generation built with the old one keeps
+#: being fed and can be compared with one built with the new (docs/GENERATIONS.md).
+CHUNKERS: dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]] = {
+    CHUNKER_VERSION: chunk_paper
+}
+
+
+def chunker(version: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """The chunk function of a chunker version; a clear error for an unknown one."""
+    try:
+        return CHUNKERS[version]
+    except KeyError:
+        raise ValueError(
+            f"unknown chunker version {version!r}; known: {', '.join(sorted(CHUNKERS))}"
+        ) from None

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from candlefire_pipeline.corpus.chunking import chunk_paper
+from candlefire_pipeline.corpus.chunking import CHUNKER_VERSION, chunker
 from candlefire_pipeline.corpus.jsonl import read_jsonl
 from candlefire_pipeline.corpus.medline import read_medline
 from candlefire_pipeline.corpus.records import (
@@ -248,8 +248,9 @@ class ChunksSummary:
     sections: dict[str, int] = field(default_factory=dict)  # section title -> chunk count
 
 
-def write_chunks(out_dir: Path) -> ChunksSummary:
+def write_chunks(out_dir: Path, chunker_version: str = CHUNKER_VERSION) -> ChunksSummary:
     """Chunk out_dir/papers.parquet into out_dir/chunks.parquet, streaming and atomically."""
+    chunk_paper = chunker(chunker_version)
     out_dir = Path(out_dir)
     papers_path = out_dir / "papers.parquet"
     if not papers_path.is_file():

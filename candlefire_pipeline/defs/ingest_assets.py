@@ -16,6 +16,7 @@ from candlefire_pipeline.defs.versions import embedding_code_version
 from candlefire_pipeline.embedding import write_embeddings
 from candlefire_pipeline.embedding.executor import stage_read_batch
 from candlefire_pipeline.embedding.ray_executor import RayEmbeddingError, RayUnavailableError
+from candlefire_pipeline.generations.batches import drop_chunker
 from candlefire_pipeline.settings import Settings, code_location_settings
 
 _INGEST = {
@@ -69,8 +70,13 @@ def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
 
 def _chunks_of(context: dg.AssetExecutionContext, settings: Settings, key: str) -> dict:
     batch_dir = settings.batch_dir(key)
-    summary = write_chunks(batch_dir)
+    summary = write_chunks(batch_dir, drop_chunker(settings))
     context.log.info(f"{key}: {summary.papers} papers -> {summary.chunks} chunks")
+    return chunks_metadata(summary, batch_dir)
+
+
+def chunks_metadata(summary, batch_dir) -> dict:
+    """One drop's chunking figures (the drops' chunker, or a generation's own)."""
     sections = "\n".join(f"| {k} | {v} |" for k, v in sorted(summary.sections.items()))
     return {
         "papers": summary.papers,
@@ -98,6 +104,15 @@ def chunks(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.
     )
 
 
+def stage_options(context: dg.AssetExecutionContext, settings: Settings) -> dict:
+    """How write_embeddings runs in a step: read batch, progress lines and their interval."""
+    return {
+        "read_batch": stage_read_batch(settings),
+        "progress": progress_logger(context),
+        "progress_interval": settings.embed_progress_seconds,
+    }
+
+
 def _embeddings_of(context: dg.AssetExecutionContext, settings: Settings, key, embedder, cache):
     batch_dir = settings.batch_dir(key)
     summary = write_embeddings(
@@ -105,10 +120,13 @@ def _embeddings_of(context: dg.AssetExecutionContext, settings: Settings, key, e
         batch_dir / "embeddings.parquet",
         embedder,
         cache,
-        read_batch=stage_read_batch(settings),
-        progress=progress_logger(context),
-        progress_interval=settings.embed_progress_seconds,
+        **stage_options(context, settings),
     )
+    return embedding_metadata(summary)
+
+
+def embedding_metadata(summary) -> dict:
+    """One drop's embedding figures (the default generation's asset and every other one's)."""
     return {
         "chunks": summary.chunks,
         "embedded": summary.embedded,
@@ -129,8 +147,9 @@ def build_embeddings(code_version: str) -> dg.AssetsDefinition:
         deps=[chunks],
         code_version=code_version,
         description=(
-            "One L2-normalized float32 vector per chunk from the configured model; a chunk "
-            "whose content hash is in the cache for this model is not embedded again. The "
+            "One L2-normalized float32 vector per chunk from the configured model; a text this "
+            "model already embedded (cache keyed by model identity and text hash) is not "
+            "embedded again. The "
             "model runs in this process or on Ray actors (CANDLEFIRE_EMBED_EXECUTOR); only "
             "cache misses leave the process, and rows are written in chunk order either way. "
             "The code version names the model: changing it marks this asset stale, and both "

@@ -59,6 +59,15 @@ class PipelineResource(SettingsResource):
         return EmbeddingCache(self.settings().cache_dir / "embeddings.sqlite")
 
 
+def for_generation(settings: Settings, generation=None) -> Settings:
+    """The store settings of the default generation (None) or of another one's target."""
+    if generation is None:
+        return settings
+    from candlefire_pipeline.generations.view import generation_settings
+
+    return generation_settings(settings, generation)
+
+
 class PgVectorResource(SettingsResource):
     """The pgvector store: the server at `dsn`, or the embedded one under the data dir.
 
@@ -76,8 +85,8 @@ class PgVectorResource(SettingsResource):
     def resolved_dsn(self) -> str:
         return resolve_dsn(self.settings())
 
-    def open(self):
-        return opened_backend(PGVECTOR, self.settings())
+    def open(self, generation=None):
+        return opened_backend(PGVECTOR, for_generation(self.settings(), generation))
 
 
 class ChromaResource(SettingsResource):
@@ -100,8 +109,8 @@ class ChromaResource(SettingsResource):
             chroma_token=self.token or settings.chroma_token,
         )
 
-    def open(self):
-        return opened_backend(CHROMA, self.settings())
+    def open(self, generation=None):
+        return opened_backend(CHROMA, for_generation(self.settings(), generation))
 
 
 class QdrantResource(SettingsResource):
@@ -119,8 +128,8 @@ class QdrantResource(SettingsResource):
             qdrant_collection=self.collection or settings.qdrant_collection,
         )
 
-    def open(self):
-        return opened_backend(QDRANT, self.settings())
+    def open(self, generation=None):
+        return opened_backend(QDRANT, for_generation(self.settings(), generation))
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:

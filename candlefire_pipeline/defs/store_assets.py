@@ -25,6 +25,7 @@ from candlefire_pipeline.defs.store_policies import (
     STORE_WRITE_RETRY,
     retried_only_if_transient,
 )
+from candlefire_pipeline.generations.view import batches_dir as generation_batches_dir
 from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
 from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
@@ -34,18 +35,29 @@ _SUMMED = (
 )  # fmt: skip
 
 
-def _apply(context: dg.AssetExecutionContext, pipeline: PipelineResource, store) -> dict:
-    """Apply the step's batches to one store in file-name order; the materialization metadata."""
+def apply_metadata(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, store, generation=None
+) -> dict:
+    """Apply the step's batches to one store in file-name order; the materialization metadata.
+
+    `generation` None is the default generation (these assets); another one applies its own
+    batch files (its ledger) to its own target, under its own model identity.
+    """
     settings = pipeline.settings()
     keys = batch_keys(context)
-    embedder = pipeline.embedder()
+    if generation is None:
+        embedder = pipeline.embedder()
+        model, batches = (embedder.model_id, embedder.dim), settings.batches_dir
+    else:
+        model = (generation.identity.embedding_id, generation.identity.dim)
+        batches = generation_batches_dir(settings, generation)
     summaries: dict[str, ApplySummary] = {}
-    with retried_only_if_transient(f"applying {batch_span(keys)}"), store.open() as backend:
+    with (
+        retried_only_if_transient(f"applying {batch_span(keys)}"),
+        store.open(generation) as backend,
+    ):
         for key in keys:
-            summary = apply_batch(
-                backend, settings.batches_dir, key, embedder.model_id, embedder.dim,
-                progress=progress_logger(context),
-            )  # fmt: skip
+            summary = apply_batch(backend, batches, key, *model, progress=progress_logger(context))
             context.log.info(
                 f"{summary.store} <- {key}: {summary.rows_written} rows written, "
                 f"{summary.papers_replaced} papers replaced, {summary.papers_deleted} deleted"
@@ -101,7 +113,7 @@ _STORE = {
 def pgvector_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, pgvector: PgVectorResource
 ) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=_apply(context, pipeline, pgvector))
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, pgvector))
 
 
 @dg.asset(
@@ -117,7 +129,7 @@ def pgvector_chunks(
 def chroma_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, chroma: ChromaResource
 ) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=_apply(context, pipeline, chroma))
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, chroma))
 
 
 @dg.asset(
@@ -133,7 +145,7 @@ def chroma_chunks(
 def qdrant_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, qdrant: QdrantResource
 ) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=_apply(context, pipeline, qdrant))
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, qdrant))
 
 
 STORE_ASSETS = {PGVECTOR: pgvector_chunks, CHROMA: chroma_chunks, QDRANT: qdrant_chunks}

@@ -13,7 +13,7 @@ from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 MAX_LISTED = 20
 
 
-def _diff_result(diff: InventoryDiff, **metadata) -> dg.AssetCheckResult:
+def diff_result(diff: InventoryDiff, **metadata) -> dg.AssetCheckResult:
     listed = {
         f"{kind}_ids": ", ".join(ids[:MAX_LISTED]) for kind, ids in diff.as_dict().items() if ids
     }
@@ -37,7 +37,7 @@ def _ledger_check(store_asset, resource_key: str, store_name: str, pool: str):
         expected = ledger.expected_chunks()
         with getattr(context.resources, resource_key).open() as backend:
             actual = backend.chunk_hashes()
-        return _diff_result(
+        return diff_result(
             diff_inventory(expected, actual), batches=len(applied), store_chunks=len(actual)
         )
 
@@ -74,7 +74,7 @@ def _dimension_check(store_asset, resource_key: str, store_name: str):
 def stores_agree(pgvector: PgVectorResource, chroma: ChromaResource) -> dg.AssetCheckResult:
     with pgvector.open() as pg, chroma.open() as ch:
         pg_hashes, chroma_hashes = pg.chunk_hashes(), ch.chunk_hashes()
-    return _diff_result(
+    return diff_result(
         diff_inventory(pg_hashes, chroma_hashes),
         pgvector_chunks=len(pg_hashes),
         chroma_chunks=len(chroma_hashes),
@@ -97,7 +97,7 @@ def _agreement_check(store_asset, store_name: str):
             pg_hashes = pg.chunk_hashes()
         with getattr(context.resources, store_name).open() as other:
             other_hashes = other.chunk_hashes()
-        return _diff_result(
+        return diff_result(
             diff_inventory(pg_hashes, other_hashes),
             pgvector_chunks=len(pg_hashes),
             **{f"{store_name}_chunks": len(other_hashes)},

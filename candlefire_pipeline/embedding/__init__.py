@@ -1,4 +1,4 @@
-"""Embedders, the content-hash embedding cache and the chunks -> embeddings stage."""
+"""Embedders, the embedding cache (model identity, text hash) and the chunks -> embeddings stage."""
 
 from candlefire_pipeline.embedding.cache import EmbeddingCache
 from candlefire_pipeline.embedding.embedders import (
@@ -11,7 +11,7 @@ from candlefire_pipeline.embedding.embedders import (
 )
 from candlefire_pipeline.embedding.executor import stage_embedder
 from candlefire_pipeline.embedding.model_files import embedding_identity, logical_model_id
-from candlefire_pipeline.embedding.stage import EmbeddingSummary, write_embeddings
+from candlefire_pipeline.embedding.stage import EmbeddingSummary, embed_texts, write_embeddings
 
 __all__ = [
     "HASHING_MODEL_ID",
@@ -20,6 +20,7 @@ __all__ = [
     "EmbeddingSummary",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "embed_texts",
     "embedder_for",
     "embedding_identity",
     "load_embedder",

@@ -1,7 +1,8 @@
-"""Content-hash embedding cache in SQLite, shared safely by concurrent processes."""
+"""The embedding cache in SQLite (model identity, text hash), shared safely by processes."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,8 +27,21 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+def text_key(text: str) -> str:
+    """The cache key of an embedded text: what the model saw, nothing else.
+
+    A chunk's content hash also covers the chunker version and metadata (citation count, year):
+    keying by it re-embedded unchanged text after a citation update or under a new chunker.
+    """
+    return "text:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class EmbeddingCache:
-    """float32 vectors keyed by (model_id, content_hash); WAL so two writers wait, not fail."""
+    """float32 vectors keyed by (model_id, key); WAL so two writers wait, not fail.
+
+    The stage's keys are text_key(document); rows written before that under a chunk's content
+    hash (the `content_hash` column holds either) are still read as a fallback.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -51,7 +65,7 @@ class EmbeddingCache:
             conn.close()
 
     def get_many(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """Cached vectors of the given content hashes; misses are simply absent."""
+        """Cached vectors of the given keys; misses are simply absent."""
         unique = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}
         with self._connect() as conn:
@@ -70,7 +84,7 @@ class EmbeddingCache:
         return found
 
     def put_many(self, model_id: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        """Store one row of `vectors` per content hash (replacing what was there)."""
+        """Store one row of `vectors` per key (replacing what was there)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(hashes):
             raise ValueError(

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from candlefire_pipeline.corpus.schema import embedding_schema
-from candlefire_pipeline.embedding.cache import EmbeddingCache
+from candlefire_pipeline.embedding.cache import EmbeddingCache, text_key
 from candlefire_pipeline.embedding.embedders import Embedder
 from candlefire_pipeline.progress import DEFAULT_INTERVAL_S, ProgressMeter
 
@@ -76,6 +76,23 @@ def _embed_longest_first(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return restored
 
 
+def _cached(
+    cache: EmbeddingCache, embedder: Embedder, keys: dict[str, str], legacy: dict[str, str]
+) -> dict[str, np.ndarray]:
+    """text key -> cached vector; a key missing under its text is looked up under the legacy
+    content hash (a cache from before text keys) and copied to its text key."""
+    found = cache.get_many(embedder.model_id, list(keys))
+    found = {k: v for k, v in found.items() if v.shape[0] == embedder.dim}
+    wanted = {legacy[k]: k for k in keys if k not in found and k in legacy}
+    if wanted:
+        old = cache.get_many(embedder.model_id, list(wanted))
+        old = {wanted[h]: v for h, v in old.items() if v.shape[0] == embedder.dim}
+        if old:
+            cache.put_many(embedder.model_id, list(old), np.stack(list(old.values())))
+            found.update(old)
+    return found
+
+
 def _batch_vectors(
     batch: pa.RecordBatch, embedder: Embedder, cache: EmbeddingCache, timer: list[float]
 ) -> tuple[np.ndarray, int]:
@@ -83,26 +100,44 @@ def _batch_vectors(
     hashes = batch.column("content_hash").to_pylist()
     if None in hashes:
         raise ValueError("chunks.parquet has a row without content_hash")
-    known = cache.get_many(embedder.model_id, hashes)
-    known = {h: v for h, v in known.items() if v.shape[0] == embedder.dim}
-    documents = batch.column("document")
-    misses: dict[str, str] = {}
-    for row, content_hash in enumerate(hashes):
-        if content_hash not in known and content_hash not in misses:
-            document = documents[row].as_py()
-            if document is None:
-                chunk_id = batch.column("chunk_id")[row].as_py()
-                raise ValueError(f"chunk {chunk_id!r} has no document to embed")
-            misses[content_hash] = document
+    documents = batch.column("document").to_pylist()
+    for row, document in enumerate(documents):
+        if document is None:
+            chunk_id = batch.column("chunk_id")[row].as_py()
+            raise ValueError(f"chunk {chunk_id!r} has no document to embed")
+    keys = [text_key(document) for document in documents]
+    texts = dict(zip(keys, documents, strict=True))
+    known = _cached(cache, embedder, texts, dict(zip(keys, hashes, strict=True)))
+    misses = {key: text for key, text in texts.items() if key not in known}
     if misses:
         started = time.perf_counter()
         fresh = _embed_longest_first(embedder, list(misses.values()))
         timer[0] += time.perf_counter() - started
         cache.put_many(embedder.model_id, list(misses), fresh)
         known.update(zip(misses, fresh, strict=True))
-    out = np.empty((len(hashes), embedder.dim), dtype=np.float32)
-    for row, content_hash in enumerate(hashes):
-        out[row] = known[content_hash]
+    out = np.empty((len(keys), embedder.dim), dtype=np.float32)
+    for row, key in enumerate(keys):
+        out[row] = known[key]
+    return out, len(misses)
+
+
+def embed_texts(
+    embedder: Embedder, cache: EmbeddingCache, texts: list[str], slice_size: int = 512
+) -> tuple[np.ndarray, int]:
+    """Vectors of `texts` in order through the cache, and how many the model encoded; misses
+    are embedded and cached slice by slice, so an interrupted call keeps what it embedded."""
+    keys = [text_key(text) for text in texts]
+    unique = dict(zip(keys, texts, strict=True))
+    known = _cached(cache, embedder, unique, {})
+    misses = [key for key in unique if key not in known]
+    for start in range(0, len(misses), slice_size):
+        part = misses[start : start + slice_size]
+        fresh = _embed_longest_first(embedder, [unique[key] for key in part])
+        cache.put_many(embedder.model_id, part, fresh)
+        known.update(zip(part, fresh, strict=True))
+    out = np.empty((len(keys), embedder.dim), dtype=np.float32)
+    for row, key in enumerate(keys):
+        out[row] = known[key]
     return out, len(misses)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -23,6 +24,7 @@ from candlefire_pipeline.operations.shadow import ShadowWorker, shared_worker
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
+from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
@@ -63,6 +65,10 @@ class ServingReader:
             embedder = embedder_for(settings, "query")
         self.settings, self.embedder, self._opener = settings, embedder, opener
         self.reranker = reranker or load_reranker(settings.retrieval.reranker_model)
+        #: one cache for every Retriever this reader builds: a switch keeps the names' vectors
+        self.vector_cache = QueryVectorCache(settings.retrieval.query_vector_cache)
+        #: concurrent requests share the reader: one of them re-reads the switch at a time
+        self._switching = threading.Lock()
         self._seen: tuple | None | bool = False  # False: never read
         self._backend: VectorBackend | None = None
         self._retriever: Retriever | None = None
@@ -82,21 +88,26 @@ class ServingReader:
     ) -> Retrieval:
         """One request on the serving backend (arguments as Retriever.retrieve's); maybe
         replayed in the shadow afterwards."""
-        retriever = self.retriever()
+        retriever, served = self._current()
         started = time.perf_counter()
         answer = retriever.retrieve(query, list(entity_names), _listed(terms))
         seconds = time.perf_counter() - started
         shadow = self.shadow
         if shadow is not None:  # offer() never raises and never blocks
-            shadow.offer(self.backend_name, query, entity_names, terms, answer, seconds)
+            shadow.offer(served, query, entity_names, terms, answer, seconds)
         return answer
 
     def retriever(self) -> Retriever:
         """The Retriever to use for this request."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[Retriever, str]:
+        """The Retriever for this request and the store it reads (one switch decision)."""
         seen = _signature(self.settings.serving_file)
-        if self._retriever is None or seen != self._seen:
-            self._switch(seen)
-        return self._retriever
+        with self._switching:
+            if self._retriever is None or seen != self._seen:
+                self._switch(seen)
+            return self._retriever, self.backend_name
 
     def _switch(self, seen) -> None:
         self.state = self._read_state()
@@ -106,7 +117,7 @@ class ServingReader:
             self._close_backend()
             self._backend, self.backend_name = backend, wanted
             self._retriever = Retriever(backend, self.embedder, self.settings.retrieval,
-                                        self.reranker)  # fmt: skip
+                                        self.reranker, self.vector_cache)  # fmt: skip
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
         if self.state.degraded and wanted == self.state.backend:
             log.warning("serving from %s", self.state.describe())

@@ -101,4 +101,8 @@ class QueryPlan:
 
     def texts(self) -> list[str]:
         """Every text the request embeds, once: the query, entity names, keyword variants."""
-        return list(dict.fromkeys([self.query, *self.entity_names, *self.distinct_variants]))
+        return list(dict.fromkeys([self.query, *self.short_texts()]))
+
+    def short_texts(self) -> list[str]:
+        """The entity names and keyword variants: the texts that recur across requests."""
+        return list(dict.fromkeys([*self.entity_names, *self.distinct_variants]))

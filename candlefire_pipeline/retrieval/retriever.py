@@ -22,6 +22,7 @@ from candlefire_pipeline.retrieval.stages import (
     variant_hits,
 )
 from candlefire_pipeline.retrieval.variants import term_variants
+from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
 from candlefire_pipeline.settings import RetrievalSettings
 
 TIMING_STAGES = (
@@ -103,10 +104,15 @@ class Retriever:
         embedder: QueryEmbedder,
         settings: RetrievalSettings = RetrievalSettings(),  # noqa: B008 - frozen dataclass
         reranker: Reranker | None = None,
+        vector_cache: QueryVectorCache | None = None,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
         self.settings = settings
+        #: entity names' and keyword variants' vectors across requests (the query is never kept)
+        if vector_cache is None:
+            vector_cache = QueryVectorCache(settings.query_vector_cache)
+        self.vector_cache = vector_cache
         if reranker is None and settings.reranker_model:
             reranker = load_reranker(settings.reranker_model)
         self.reranker = reranker
@@ -130,18 +136,27 @@ class Retriever:
             )
         self._model_checked = True
 
-    def embed_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """text -> vector for distinct texts, in one embedder call."""
+    def embed_texts(
+        self, texts: Sequence[str], cacheable: Iterable[str] = ()
+    ) -> dict[str, np.ndarray]:
+        """text -> vector for distinct texts: the `cacheable` ones from the vector cache when
+        there, every other one in one embedder call (the cacheable ones then kept)."""
         texts = list(dict.fromkeys(texts))
-        if not texts:
-            return {}
-        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-        if vectors.shape != (len(texts), self.embedder.dim):
-            raise DimensionMismatchError(
-                f"embedder returned shape {vectors.shape}, expected ({len(texts)}, "
-                f"{self.embedder.dim})"
-            )
-        return dict(zip(texts, vectors, strict=True))
+        keep = set(cacheable).intersection(texts)
+        identity = (self.embedder.model_id, int(self.embedder.dim))
+        found = self.vector_cache.get_many(identity, [t for t in texts if t in keep])
+        missing = [t for t in texts if t not in found]
+        if missing:
+            vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            if vectors.shape != (len(missing), self.embedder.dim):
+                raise DimensionMismatchError(
+                    f"embedder returned shape {vectors.shape}, expected ({len(missing)}, "
+                    f"{self.embedder.dim})"
+                )
+            made = dict(zip(missing, vectors, strict=True))
+            self.vector_cache.put_many(identity, {t: v for t, v in made.items() if t in keep})
+            found.update(made)
+        return {text: found[text] for text in texts}
 
     def _matrix(self, vectors: dict[str, np.ndarray], texts: Sequence[str]) -> np.ndarray:
         return np.stack([vectors[t] for t in texts]) if texts else np.empty((0, self.embedder.dim))
@@ -171,7 +186,7 @@ class Retriever:
         self._check_model()
         names = searched_names(names, self.settings.entity_cap)
         n = self.settings.entity_n if n is None else n
-        return self._entities(names, self.embed_texts(names), n)
+        return self._entities(names, self.embed_texts(names, cacheable=names), n)
 
     def _entities(self, names: Sequence[str], vectors: dict[str, np.ndarray], n: int) -> list[dict]:
         matrix = self._matrix(vectors, names)
@@ -182,7 +197,7 @@ class Retriever:
         containing it most similar to the variant itself, best row per paper, no overall cap."""
         self._check_model()
         variants = distinct_variants(terms)
-        hits = self._variant_hits(variants, self.embed_texts(variants), n)
+        hits = self._variant_hits(variants, self.embed_texts(variants, cacheable=variants), n)
         return keyword_stage(hits, variants)
 
     def _variant_hits(
@@ -247,7 +262,7 @@ class Retriever:
         with clock.stage("total"):
             plan = QueryPlan.build(query, entity_names, terms, settings.entity_cap)
             with clock.stage("embed"):
-                vectors = self.embed_texts(plan.texts())
+                vectors = self.embed_texts(plan.texts(), cacheable=plan.short_texts())
             with clock.stage("semantic"):
                 semantic = semantic_stage(self.backend, vectors[query], settings.semantic_n)
             with clock.stage("entities"):

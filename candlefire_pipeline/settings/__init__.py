@@ -32,6 +32,7 @@ from candlefire_pipeline.settings.env import (
     env_str,
 )
 from candlefire_pipeline.settings.fed_stores import parse_stores, serving_override
+from candlefire_pipeline.settings.generations import LIVE_CORPUS, GenerationSettings
 from candlefire_pipeline.settings.orchestration import (
     DEFAULT_BACKFILL_PARTITIONS_PER_RUN,
     backfill_partitions_per_run,
@@ -75,11 +76,13 @@ __all__ = [
     "EMBED_EXECUTORS",
     "EMBED_PATHS",
     "EMBED_RUNTIMES",
+    "LIVE_CORPUS",
     "PG_ITERATIVE_SCANS",
     "PG_QUANTIZATIONS",
     "PG_VECTOR_TYPES",
     "REPO_ROOT",
     "THRESHOLD_RANGES",
+    "GenerationSettings",
     "IngestLimits",
     "ParityThresholds",
     "PgAnnSettings",
@@ -170,6 +173,9 @@ class Settings:
     conformance_dir: Path = field(default_factory=default_conformance_dir)
     #: where conformance results are kept per code + store configuration; None: cache/conformance
     conformance_cache_override: Path | None = None
+    generations: GenerationSettings = field(default_factory=GenerationSettings)
+    #: A generation's own batch files and ledger (generations/view.py); None: data_dir/batches.
+    batches_dir_override: Path | None = None
     #: how a promoted deployment reacts to failing windows (DEGRADED; the auto-rollback)
     watch: WatchSettings = field(default_factory=WatchSettings)
     #: shadow reads of live traffic (CANDLEFIRE_SHADOW_*; off by default)
@@ -177,7 +183,22 @@ class Settings:
 
     @property
     def batches_dir(self) -> Path:
+        return self.batches_dir_override or self.data_dir / "batches"
+
+    @property
+    def drop_batches_dir(self) -> Path:
+        """Where every ingested drop's papers and default chunks are, whatever the generation."""
         return self.data_dir / "batches"
+
+    @property
+    def generations_file(self) -> Path:
+        """The registry of index generations (absent: only the implicit default one)."""
+        return self.data_dir / "generations.json"
+
+    @property
+    def generations_dir(self) -> Path:
+        """One folder per generation id: its batch files, ledger and comparison reports."""
+        return self.data_dir / "generations"
 
     @property
     def cache_dir(self) -> Path:
@@ -240,7 +261,9 @@ class Settings:
 
     def with_data_dir(self, data_dir: Path) -> Settings:
         """Same settings rooted elsewhere (tests, benchmarks)."""
-        return replace(self, data_dir=data_dir, drops_dir=data_dir / "drops")
+        return replace(
+            self, data_dir=data_dir, drops_dir=data_dir / "drops", batches_dir_override=None
+        )
 
     @classmethod
     def from_env(cls, parity: bool = True) -> Settings:
@@ -288,12 +311,13 @@ class Settings:
             maintenance_cron=env_str("CANDLEFIRE_MAINTENANCE_CRON", cls.maintenance_cron),
             ncbi_api_key=env_str("NCBI_API_KEY"),
             ncbi_email=env_str("NCBI_EMAIL"),
-            retrieval=RetrievalSettings(reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL")),
+            retrieval=RetrievalSettings.from_env(),
             parity=ParityThresholds.from_env() if parity else ParityThresholds(),
             ingest=IngestLimits.from_env(),
             serving_override=serving_override(),
             conformance_dir=env_path("CANDLEFIRE_CONFORMANCE_DIR") or default_conformance_dir(),
             conformance_cache_override=env_path("CANDLEFIRE_CONFORMANCE_CACHE"),
+            generations=GenerationSettings.from_env() if parity else GenerationSettings(),
             watch=WatchSettings.from_env() if parity else WatchSettings(),
             shadow=ShadowSettings.from_env() if parity else ShadowSettings(),
         )

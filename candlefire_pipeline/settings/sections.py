@@ -36,6 +36,23 @@ class RetrievalSettings:
     recency_end_factor: float = 1.5
     #: sentence-transformers CrossEncoder id or path; None skips rerank and keeps RRF order.
     reranker_model: str | None = None
+    #: entity-name and keyword-variant vectors kept across requests (a bounded LRU keyed by
+    #: the model's identity; ~1.5 KB each at 384 dims); 0 embeds every text every time
+    query_vector_cache: int = 4096
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.query_vector_cache <= 1_000_000:
+            raise ValueError(
+                "CANDLEFIRE_QUERY_VECTOR_CACHE must be between 0 and 1,000,000 entries, got "
+                f"{self.query_vector_cache}"
+            )
+
+    @classmethod
+    def from_env(cls) -> RetrievalSettings:
+        return cls(
+            reranker_model=env_str("CANDLEFIRE_RERANKER_MODEL"),
+            query_vector_cache=env_int("CANDLEFIRE_QUERY_VECTOR_CACHE", cls.query_vector_cache),
+        )
 
 
 #: Precision of pgvector's HNSW index (halfvec: half the index bytes; the column stays float32).

@@ -87,11 +87,15 @@ class BackfillDaemon:
             dev.stop_sensor("pubmed_drops_sensor")  # only the backfills write here
             yield dev
 
-    def backfill(self, dev: DagsterDev, keys: list[str], runs: int) -> str:
-        """Launch an asset backfill of the ingest assets; return once its `runs` runs exist."""
+    def backfill(
+        self, dev: DagsterDev, keys: list[str], runs: int, assets: list[list[str]] | None = None
+    ) -> str:
+        """Launch an asset backfill (default: the ingest assets; else these key paths); return
+        once its `runs` runs exist."""
+        paths = assets or [[name] for name in INGEST_ASSETS]
         params = {
             "partitionNames": keys,
-            "assetSelection": [{"path": [name]} for name in INGEST_ASSETS],
+            "assetSelection": [{"path": path} for path in paths],
             "title": f"{keys[0]}..{keys[-1]}",
         }
         result = dev.graphql(_LAUNCH, {"params": params})["launchPartitionBackfill"]

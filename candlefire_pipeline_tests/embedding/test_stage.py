@@ -197,3 +197,58 @@ def test_a_chunk_without_document_is_an_error(tmp_path, cache):
         write_embeddings(
             tmp_path / "chunks.parquet", tmp_path / "e.parquet", HashingEmbedder(), cache
         )
+
+
+def _rewrite(path: Path, **columns) -> Path:
+    """chunks.parquet with some columns replaced (same documents)."""
+    table = pq.read_table(path)
+    for name, values in columns.items():
+        table = table.set_column(table.schema.get_field_index(name), name, pa.array(values))
+    pq.write_table(table, path)
+    return path
+
+
+def test_a_metadata_or_chunker_change_with_the_same_text_embeds_nothing(
+    tmp_path, chunks_file, cache
+):
+    # a citation update or another chunker version changes every content hash, not the text
+    chunks_path = chunks_file(DOCUMENTS)
+    write_embeddings(chunks_path, tmp_path / "first.parquet", HashingEmbedder(16), cache)
+    _rewrite(chunks_path, content_hash=[f"new-{i}" for i in range(len(DOCUMENTS))])
+    embedder = RecordingEmbedder(dim=16)
+    summary = write_embeddings(chunks_path, tmp_path / "second.parquet", embedder, cache)
+    assert embedder.texts == []
+    assert (summary.embedded, summary.cached) == (0, len(DOCUMENTS))
+    changed = [*DOCUMENTS[:-1], DOCUMENTS[-1] + " (revised)"]
+    _rewrite(chunks_path, document=changed)
+    write_embeddings(chunks_path, tmp_path / "third.parquet", embedder, cache)
+    assert embedder.texts == [changed[-1]]
+
+
+def test_a_cache_keyed_by_content_hash_is_still_used_and_moves_to_text_keys(
+    tmp_path, chunks_file, cache
+):
+    # a cache written before text keys: rows under each chunk's content hash
+    chunks_path = chunks_file(DOCUMENTS)
+    legacy = pq.read_table(chunks_path)["content_hash"].to_pylist()
+    vectors = HashingEmbedder(16).embed(DOCUMENTS)
+    cache.put_many("hashing-v1", legacy, vectors)
+    embedder = RecordingEmbedder(dim=16)
+    summary = write_embeddings(chunks_path, tmp_path / "e.parquet", embedder, cache)
+    assert embedder.texts == []
+    assert summary.embedded == 0
+    stored = np.array(pq.read_table(tmp_path / "e.parquet")["embedding"].to_pylist())
+    np.testing.assert_array_equal(stored, vectors)
+    from candlefire_pipeline.embedding.cache import text_key
+
+    moved = cache.get_many("hashing-v1", [text_key(d) for d in DOCUMENTS])
+    assert len(moved) == len(DOCUMENTS)
+
+
+def test_a_legacy_entry_of_another_dimension_is_a_miss(tmp_path, chunks_file, cache):
+    chunks_path = chunks_file(DOCUMENTS[:2])
+    legacy = pq.read_table(chunks_path)["content_hash"].to_pylist()
+    cache.put_many("hashing-v1", legacy, HashingEmbedder(8).embed(DOCUMENTS[:2]))
+    embedder = RecordingEmbedder(dim=16)
+    write_embeddings(chunks_path, tmp_path / "e.parquet", embedder, cache)
+    assert sorted(embedder.texts) == sorted(DOCUMENTS[:2])

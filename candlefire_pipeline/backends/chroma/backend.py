@@ -91,11 +91,7 @@ class ChromaBackend:
         ef_search: int = 100,
     ) -> None:
         """A local folder (`path`) or a server (`host`, `port`; `token` and TLS via a proxy)."""
-        if common.check_substring_mode(substring_mode) == "ilike":
-            raise ValueError(
-                "Chroma's $contains is case-sensitive: substring_mode 'ilike' cannot be honored "
-                "by the chroma backend (use 'like', or the pgvector/memory backends for ilike)"
-            )
+        common.check_case_sensitive_mode(substring_mode, "chroma", "Chroma's $contains")
         if (path is None) == (host is None):
             raise ValueError("ChromaBackend needs exactly one of path (local) or host (server)")
         self.substring_mode = substring_mode
@@ -151,6 +147,11 @@ class ChromaBackend:
         """Delete the collection and its model contract; an empty one takes its place."""
         self._client.delete_collection(self.collection_name)
         self._collection = self._open_collection()
+        self._model = None
+
+    def drop(self) -> None:
+        """Delete the collection for good (a dropped index generation); only close() after."""
+        self._client.delete_collection(self.collection_name)
         self._model = None
 
     # write side ------------------------------------------------------------------------------

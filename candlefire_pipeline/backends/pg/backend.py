@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -58,6 +59,9 @@ class PgVectorBackend:
         self.bulk_rebuild_rows = bulk_rebuild_rows
         self._dsn = dsn
         self._session = SessionSettings()
+        #: a search's effort (session settings) and its statement go together: threads sharing
+        #: this backend would otherwise run one stage's query with another stage's ef_search
+        self._searching = threading.Lock()
         self._rows = RowEstimate()
         self._conn = self._open()
         #: The model once the table is known to exist (and its layout checked); reads skip the
@@ -249,13 +253,15 @@ class PgVectorBackend:
         if stored is None or not len(queries) or common.matches_nothing(where):
             return out
         candidates = self.layout.candidates(n, self.ann.rerank_factor)
-        exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
-        if not exact:
-            self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
-        query, params = pg_sql.semantic_query(
-            self.names, where, list(queries), n, self.layout, stored[1], candidates, exact
-        )
-        for row in self.conn.execute(query, params).fetchall():
+        with self._searching:
+            exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
+            if not exact:
+                self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
+            query, params = pg_sql.semantic_query(
+                self.names, where, list(queries), n, self.layout, stored[1], candidates, exact
+            )
+            rows = self.conn.execute(query, params).fetchall()
+        for row in rows:
             out[row[0] - 1].append(_result(row[1:]))
         return out
 

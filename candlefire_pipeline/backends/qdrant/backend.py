@@ -72,11 +72,7 @@ class QdrantBackend:
         lock_timeout: float = 60.0,
         timeout: int = 60,
     ) -> None:
-        if common.check_substring_mode(substring_mode) == "ilike":
-            raise ValueError(
-                "Qdrant's MatchSubstring is case-sensitive: substring_mode 'ilike' cannot be "
-                "honored by the qdrant backend (use 'like', or the pgvector/memory backends)"
-            )
+        common.check_case_sensitive_mode(substring_mode, "qdrant", "Qdrant's MatchSubstring")
         if (path is None) == (url is None):
             raise ValueError("QdrantBackend needs exactly one of path (local) or url (server)")
         self.substring_mode = substring_mode
