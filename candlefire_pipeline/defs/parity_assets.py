@@ -1,6 +1,7 @@
 """parity_report and the serving_backend switch it gates (the decision lives in operations/)."""
 
 import base64
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,13 @@ from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
 from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
+from candlefire_pipeline.operations.serving_watch import (
+    REPORT_SOURCE,
+    WatchResult,
+    judge,
+    serving_health,
+    watch,
+)
 from candlefire_pipeline.parity.gates import (
     INLINE_MARKDOWN_CHARS,
     failed,
@@ -87,9 +95,27 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         )
         for store, why in report.unavailable.items():
             context.log.warning(f"{store} was not evaluated (it does not block the flip): {why}")
-        return dg.MaterializeResult(metadata=_report_metadata(report, json_path, md_path))
+        window = judge(REPORT_SOURCE, report.report_id, gates_from_dicts(report.gates))
+        watched = watch(settings, window, "dagster:parity_report", pgvector.resolved_dsn())
+        log_watch(context, watched)
+        return dg.MaterializeResult(
+            metadata={
+                **_report_metadata(report, json_path, md_path),
+                "serving_watch": watched.message,
+            }
+        )
 
     return parity_report
+
+
+def log_watch(context: dg.AssetExecutionContext, watched: WatchResult) -> None:
+    """What a window did to the switch, in the run's log at the level it deserves."""
+    if watched.level >= logging.ERROR:
+        context.log.error(watched.message)
+    elif watched.level >= logging.WARNING:
+        context.log.warning(watched.message)
+    else:
+        context.log.info(watched.message)
 
 
 def _report_metadata(report: ParityReport, json_path: Path, md_path: Path) -> dict:
@@ -139,7 +165,9 @@ def serving_backend(
     context.log.info(
         f"serving backend: {state.describe()} ({decision.outcome}: {decision.message})"
     )
-    if state.backend == CANDIDATE and failed(gates):
+    if state.degraded:
+        context.log.error(f"serving {state.describe()}")
+    elif state.backend == CANDIDATE and failed(gates):
         context.log.warning(
             f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
             "`candlefire rollback --reason ...` pins Chroma"
@@ -151,6 +179,8 @@ def serving_backend(
             "describe": state.describe(),
             "pinned": state.pinned,
             "pin_reason": state.reason if state.pinned else "",
+            "degraded": state.degraded,
+            "healthy": serving_health(state)[0],
             "flipped_now": decision.outcome == "changed",
             "decision": decision.outcome,
             "verdict": decision.message,

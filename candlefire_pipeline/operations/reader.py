@@ -1,9 +1,11 @@
 """The app-facing read path: a Retriever on the backend the serving switch names.
 
-The app keeps one ServingReader and calls `retriever()` per request; the switch file is
-re-read when it changes (a stat per call), so a rollback takes effect on the next request.
-CANDLEFIRE_SERVING_BACKEND is the emergency lever: "chroma" forces Chroma; "pgvector" is
-refused unless the latest parity report passes every gate now.
+The app keeps a ServingReader and calls `retrieve(...)` (or `retriever()`) per request; the
+switch file is re-read when it changes (a stat per call), so a rollback takes effect on the next
+request. CANDLEFIRE_SERVING_BACKEND is the emergency lever: "chroma" forces Chroma; "pgvector" is
+refused unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
+`retrieve` also hands a share of requests to the shadow worker (operations/shadow.py), which
+replays them on the stores that do not serve; the answer never waits for that.
 """
 
 from __future__ import annotations
@@ -11,20 +13,27 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving import ServingState, read_state
+from candlefire_pipeline.operations.serving_state import ServingState, read_state
+from candlefire_pipeline.operations.shadow import ShadowWorker, shared_worker
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
-from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 log = logging.getLogger(__name__)
+
+
+def _listed(terms: Sequence[str] | None) -> list[str] | None:
+    """None stays None: the app's rule takes the terms from the query text."""
+    return None if terms is None else list(terms)
 
 
 class ServingRefusedError(RuntimeError):
@@ -48,6 +57,7 @@ class ServingReader:
         embedder=None,
         reranker=None,
         opener: Callable[[str, Settings], VectorBackend] = open_backend,
+        shadow: ShadowWorker | None = None,
     ) -> None:
         if embedder is None:
             from candlefire_pipeline.embedding import embedder_for
@@ -64,14 +74,40 @@ class ServingReader:
         self._retriever: Retriever | None = None
         self.state: ServingState | None = None
         self.backend_name: str | None = None
+        #: None: the process-wide worker, started on the first request if the rate is > 0
+        self._shadow = shadow
+
+    @property
+    def shadow(self) -> ShadowWorker | None:
+        if self._shadow is None and self.settings.shadow.enabled:
+            self._shadow = shared_worker(self.settings)
+        return self._shadow
+
+    def retrieve(
+        self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] | None = None
+    ) -> Retrieval:
+        """One request on the serving backend (arguments as Retriever.retrieve's); maybe
+        replayed in the shadow afterwards."""
+        retriever, served = self._current()
+        started = time.perf_counter()
+        answer = retriever.retrieve(query, list(entity_names), _listed(terms))
+        seconds = time.perf_counter() - started
+        shadow = self.shadow
+        if shadow is not None:  # offer() never raises and never blocks
+            shadow.offer(served, query, entity_names, terms, answer, seconds)
+        return answer
 
     def retriever(self) -> Retriever:
         """The Retriever to use for this request."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[Retriever, str]:
+        """The Retriever for this request and the store it reads (one switch decision)."""
         seen = _signature(self.settings.serving_file)
         with self._switching:
             if self._retriever is None or seen != self._seen:
                 self._switch(seen)
-            return self._retriever
+            return self._retriever, self.backend_name
 
     def _switch(self, seen) -> None:
         self.state = self._read_state()
@@ -83,6 +119,8 @@ class ServingReader:
             self._retriever = Retriever(backend, self.embedder, self.settings.retrieval,
                                         self.reranker, self.vector_cache)  # fmt: skip
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
+        if self.state.degraded and wanted == self.state.backend:
+            log.warning("serving from %s", self.state.describe())
         self._seen = seen
 
     def _read_state(self) -> ServingState:

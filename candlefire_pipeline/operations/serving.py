@@ -1,5 +1,6 @@
-"""The serving switch as a state machine: its states, the transition table with its guards, and
-the one function that changes the switch (file first, atomically, under a lock; then history).
+"""The serving switch as a state machine: the transition table with its guards, and the one
+function that changes the switch (file first, atomically, under a lock; then history). The states
+and the evidence the guards read live in operations/serving_state.py.
 
 The app reads `serving_backend.json` ("backend" is what to serve). Every caller -- the
 serving_backend asset, `candlefire rollback/promote`, the app-facing reader -- goes through here.
@@ -7,44 +8,58 @@ serving_backend asset, `candlefire rollback/promote`, the app-facing reader -- g
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
 from candlefire_pipeline.fsutil import file_lock, write_atomic
+from candlefire_pipeline.operations.serving_guards import (
+    ALL_CLEAR,
+    GATES_PASS,
+    GUARDS,
+    NEWER_THAN_PIN,
+    ROLLBACK_DUE,
+    SOURCE_CLEAR,
+    WINDOW_COUNTED,
+    counted,
+)
 from candlefire_pipeline.operations.serving_history import HistoryWrite, flush, queue_entry
-from candlefire_pipeline.parity.gates import GateResult, failed
+from candlefire_pipeline.operations.serving_state import (
+    DEGRADED,
+    INITIAL,
+    MAX_COUNTED_WINDOWS,
+    PINNED,
+    PROMOTED,
+    Evidence,
+    ServingState,
+    read_state,
+)
 from candlefire_pipeline.settings import Settings
-from candlefire_pipeline.stores import CANDIDATE, REFERENCE, SERVABLE_STORES
 
 log = logging.getLogger(__name__)
 
-# states ------------------------------------------------------------------------------------
-INITIAL = "chroma"  # never promoted: candle-fire serves from Chroma, as it does today
-PROMOTED = "pgvector"  # promoted on a report that passed every gate
-PINNED = "chroma_pinned"  # an operator rolled back: Chroma until `candlefire promote`
-BACKEND_OF = {INITIAL: REFERENCE, PROMOTED: CANDIDATE, PINNED: REFERENCE}
-
-# events and guards -------------------------------------------------------------------------
+# events -------------------------------------------------------------------------
 AUTO_PROMOTE = "auto_promote"  # the serving_backend asset (schedule, sensor, re-run)
 PROMOTE = "promote"  # `candlefire promote --reason`
 ROLLBACK = "rollback"  # `candlefire rollback --reason`
-EVENTS = (AUTO_PROMOTE, PROMOTE, ROLLBACK)
-GATES_PASS = "gates_pass"  # the latest report passes every gate, evaluated now
-NEWER_THAN_PIN = "report_newer_than_pin"  # that report started after the pin was set
-
+#: a fresh window of evidence while serving (parity_report, shadow_parity) failed / passed
+WINDOW_FAILED = "window_failed"
+WINDOW_PASSED = "window_passed"
+WINDOW_EVENTS = (WINDOW_FAILED, WINDOW_PASSED)
+EVENTS = (AUTO_PROMOTE, PROMOTE, ROLLBACK, *WINDOW_EVENTS)
 CHANGED, UNCHANGED, REFUSED = "changed", "unchanged", "refused"
+NOT_WATCHED = "not serving pgvector: a window changes nothing"
+NO_EVIDENCE = Evidence()
 
 
 @dataclass(frozen=True)
 class Rule:
     """target None: the event changes nothing; `refused` says whether that is a refusal (an
-    operator gets a non-zero exit) or simply nothing to do."""
+    operator gets a non-zero exit) or simply nothing to do. `why` may name {source} and {count}
+    (the window's source and its failing windows in a row, this one included)."""
 
     target: str | None
     guards: tuple[str, ...] = ()
@@ -52,65 +67,48 @@ class Rule:
     why: str = ""
 
 
-#: (state, event) -> rule. Every pair is listed; tests walk this table.
-TRANSITIONS: dict[tuple[str, str], Rule] = {
+#: (state, event) -> rule, or rules tried in order (the first whose guards all pass applies;
+#: when none does, the event is refused with every guard's reason). Every pair is listed;
+#: tests walk this table.
+TRANSITIONS: dict[tuple[str, str], Rule | tuple[Rule, ...]] = {
     (INITIAL, AUTO_PROMOTE): Rule(PROMOTED, (GATES_PASS,)),
     (INITIAL, PROMOTE): Rule(PROMOTED, (GATES_PASS,)),
     (INITIAL, ROLLBACK): Rule(PINNED),
+    (INITIAL, WINDOW_FAILED): Rule(None, why=NOT_WATCHED),
+    (INITIAL, WINDOW_PASSED): Rule(None, why=NOT_WATCHED),
     (PROMOTED, AUTO_PROMOTE): Rule(None, why="already serving pgvector"),
     (PROMOTED, PROMOTE): Rule(None, why="already serving pgvector"),
     (PROMOTED, ROLLBACK): Rule(PINNED),
+    (PROMOTED, WINDOW_FAILED): (
+        Rule(PINNED, (ROLLBACK_DUE,), why="auto-rollback after {count} failing {source} windows"),
+        Rule(DEGRADED, why="degraded: a {source} window failed"),
+    ),
+    (PROMOTED, WINDOW_PASSED): Rule(None, why="healthy: nothing to clear"),
+    (DEGRADED, AUTO_PROMOTE): Rule(None, why="already serving pgvector (degraded)"),
+    # an operator who has looked re-arms the watch, on a report passing every gate
+    (DEGRADED, PROMOTE): Rule(PROMOTED, (GATES_PASS,)),
+    (DEGRADED, ROLLBACK): Rule(PINNED),
+    (DEGRADED, WINDOW_FAILED): (
+        Rule(None, (WINDOW_COUNTED,), why="this window was already counted"),
+        Rule(PINNED, (ROLLBACK_DUE,), why="auto-rollback after {count} failing {source} windows"),
+        Rule(DEGRADED, why="still degraded: {count} failing {source} windows in a row"),
+    ),
+    (DEGRADED, WINDOW_PASSED): (
+        Rule(None, (SOURCE_CLEAR,), why="no failing {source} window to clear"),
+        Rule(PROMOTED, (ALL_CLEAR,), why="recovered: a {source} window passed"),
+        Rule(DEGRADED, why="still degraded: {source} recovered, another source still fails"),
+    ),
     (PINNED, AUTO_PROMOTE): Rule(
         None,
         refused=True,
-        why="pinned to Chroma by an operator: only `candlefire promote` leaves a pin",
+        why="pinned to Chroma (by an operator or the auto-rollback): only `candlefire promote`"
+        " leaves a pin",
     ),  # fmt: skip
     (PINNED, PROMOTE): Rule(PROMOTED, (GATES_PASS, NEWER_THAN_PIN)),
     (PINNED, ROLLBACK): Rule(PINNED),  # a new pin replaces the old one (new reason, new time)
+    (PINNED, WINDOW_FAILED): Rule(None, why=NOT_WATCHED),
+    (PINNED, WINDOW_PASSED): Rule(None, why=NOT_WATCHED),
 }
-
-
-@dataclass(frozen=True)
-class ServingState:
-    state: str = INITIAL
-    changed_at: str | None = None  # UTC ISO 8601 of the last change
-    report_id: str | None = None  # the report promoted on (or left, for a pin)
-    reason: str = "initial: candle-fire serves from Chroma"
-    actor: str | None = None  # who: an operator's name, or the Dagster asset
-    event: str | None = None
-
-    @property
-    def backend(self) -> str:
-        return BACKEND_OF[self.state]
-
-    @property
-    def pinned(self) -> bool:
-        return self.state == PINNED
-
-    def to_json(self) -> str:
-        return json.dumps({"backend": self.backend, **asdict(self)}, indent=2) + "\n"
-
-    def describe(self) -> str:
-        if self.state == INITIAL:
-            return "chroma (never promoted)"
-        if self.state == PROMOTED:
-            return f"pgvector (promoted on report {self.report_id} at {self.changed_at})"
-        return f"chroma (PINNED by {self.actor} at {self.changed_at}: {self.reason})"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the guards look at: the latest report and its gates, evaluated now."""
-
-    report_id: str | None = None
-    started_at: str | None = None
-    gates: tuple[GateResult, ...] = ()
-
-    @classmethod
-    def of(cls, report, gates) -> Evidence:
-        if report is None:
-            return cls()
-        return cls(report.report_id, report.started_at or None, tuple(gates))
 
 
 @dataclass(frozen=True)
@@ -129,69 +127,54 @@ class Outcome:
     history: HistoryWrite = field(default_factory=lambda: HistoryWrite(0, 0))
 
 
-def _time(iso: str | None) -> datetime | None:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")) if iso else None
+def _rules(entry: Rule | tuple[Rule, ...]) -> tuple[Rule, ...]:
+    return entry if isinstance(entry, tuple) else (entry,)
 
 
-def _guard_failure(guard: str, state: ServingState, evidence: Evidence) -> str | None:
-    if evidence.report_id is None:
-        return "no parity report yet: run parity_report (or `candlefire promote --run-report`)"
-    if guard == GATES_PASS:
-        if not evidence.gates:
-            return f"report {evidence.report_id} was not evaluated"
-        names = failed(list(evidence.gates))
-        return f"report {evidence.report_id} fails gates: {', '.join(names)}" if names else None
-    started, pinned_at = _time(evidence.started_at), _time(state.changed_at)
-    if started is None or pinned_at is None or started <= pinned_at:
-        return (
-            f"report {evidence.report_id} (started {evidence.started_at or 'unknown'}) is not "
-            f"newer than the pin ({state.changed_at}): run a new parity report"
-        )
-    return None
+def _message(rule: Rule, state: ServingState, evidence: Evidence) -> str:
+    if not rule.why:
+        return f"{state.state} -> {rule.target}"
+    window = evidence.window
+    if window is None:
+        return rule.why
+    count = len(counted(state, window)) + (window.window_id not in counted(state, window))
+    return rule.why.format(source=window.source, count=count)
 
 
-def decide(state: ServingState, event: str, evidence: Evidence = Evidence()) -> Decision:
+def decide(state: ServingState, event: str, evidence: Evidence = NO_EVIDENCE) -> Decision:
     """The transition table applied to one event: pure, no I/O."""
     if event not in EVENTS:
         raise ValueError(f"unknown serving event {event!r}; expected one of {EVENTS}")
-    rule = TRANSITIONS[(state.state, event)]
-    if rule.target is None:
-        return Decision(event, state.state, state.state, REFUSED if rule.refused else UNCHANGED,
-                        rule.why)  # fmt: skip
-    problems = [p for g in rule.guards if (p := _guard_failure(g, state, evidence))]
-    if problems:
-        return Decision(
-            event, state.state, state.state, REFUSED, "; ".join(dict.fromkeys(problems))
-        )
-    return Decision(event, state.state, rule.target, CHANGED, f"{state.state} -> {rule.target}")
+    if event in WINDOW_EVENTS and evidence.window is None:
+        raise ValueError(f"{event} needs the window it judges (Evidence.window)")
+    problems: list[str] = []
+    for rule in _rules(TRANSITIONS[(state.state, event)]):
+        found = [p for g in rule.guards if (p := GUARDS[g](state, evidence))]
+        if found:
+            problems += found
+            continue
+        message = _message(rule, state, evidence)
+        if rule.target is None:
+            return Decision(event, state.state, state.state,
+                            REFUSED if rule.refused else UNCHANGED, message)  # fmt: skip
+        return Decision(event, state.state, rule.target, CHANGED, message)
+    return Decision(event, state.state, state.state, REFUSED, "; ".join(dict.fromkeys(problems)))
+
+
+def failing_after(state: ServingState, decision: Decision, evidence: Evidence) -> dict:
+    """The consecutive failing windows per source once `decision` applies (DEGRADED only)."""
+    if decision.target != DEGRADED or evidence.window is None:
+        return {}
+    window, failing = evidence.window, dict(state.failing)
+    if decision.event == WINDOW_PASSED:
+        failing.pop(window.source, None)
+    else:
+        failing[window.source] = [*failing.get(window.source, []), window.window_id]
+        failing[window.source] = failing[window.source][-MAX_COUNTED_WINDOWS:]
+    return failing
 
 
 # the switch file -----------------------------------------------------------------------------
-def read_state(path: Path) -> ServingState:
-    """The current switch; the never-promoted state when nothing was ever recorded."""
-    if not Path(path).exists():
-        return ServingState()
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: the serving switch is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or data.get("backend") not in SERVABLE_STORES:
-        raise ValueError(f"{path}: unknown serving backend {data.get('backend')!r}")
-    state = data.get("state") or _legacy_state(data)
-    if state not in BACKEND_OF or BACKEND_OF[state] != data["backend"]:
-        raise ValueError(f"{path}: state {state!r} does not serve {data['backend']!r}")
-    fields = {k: data.get(k) for k in ServingState.__dataclass_fields__ if k in data}
-    return ServingState(**{**fields, "state": state})
-
-
-def _legacy_state(data: dict) -> str:
-    """A file from before the state machine: pgvector was a promotion; a recorded Chroma change
-    was an operator's rollback, so it stays a pin."""
-    if data["backend"] == CANDIDATE:
-        return PROMOTED
-    return PINNED if data.get("changed_at") else INITIAL
-
-
 @contextmanager
 def switch_lock(settings: Settings) -> Iterator[None]:
     """One writer of the switch (and its history queue) at a time, across processes."""
@@ -215,7 +198,7 @@ def transition(
     event: str,
     reason: str,
     actor: str,
-    evidence: Evidence = Evidence(),
+    evidence: Evidence = NO_EVIDENCE,
     dsn: str | None = None,
 ) -> Outcome:
     """Decide under the switch lock; on a change write the file (atomically) and queue the
@@ -226,16 +209,28 @@ def transition(
         current = _current(settings, event)
         decision = decide(current, event, evidence)
         if decision.outcome == CHANGED:
-            report_id = current.report_id if event == ROLLBACK else evidence.report_id
-            current = ServingState(
-                decision.target, datetime.now(UTC).isoformat(), report_id, reason.strip(),
-                actor, event,
-            )  # fmt: skip
+            current = _next_state(current, decision, evidence, reason.strip(), actor)
             write_atomic(settings.serving_file, current.to_json())
             queue_entry(settings.serving_pending_file, _entry(current))
             log.info("serving switch: %s (%s)", current.describe(), decision.message)
     history = flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings))
     return Outcome(decision, current, history)
+
+
+def _next_state(
+    current: ServingState, decision: Decision, evidence: Evidence, reason: str, actor: str
+) -> ServingState:
+    """The state a CHANGED decision writes: a rollback or a window keeps the report served on;
+    a window's reason starts with what it did (degraded, recovered, auto-rollback)."""
+    event = decision.event
+    keeps_report = event == ROLLBACK or event in WINDOW_EVENTS
+    report_id = current.report_id if keeps_report else evidence.report_id
+    if event in WINDOW_EVENTS:
+        reason = f"{decision.message}: {reason}"
+    return ServingState(
+        decision.target, datetime.now(UTC).isoformat(), report_id, reason, actor, event,
+        failing_after(current, decision, evidence),
+    )  # fmt: skip
 
 
 def _entry(state: ServingState) -> dict:
