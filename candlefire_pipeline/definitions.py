@@ -22,6 +22,7 @@ from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.resources import build_resources
 from candlefire_pipeline.defs.schedules import parity_refresh_schedule, pubmed_fetch_schedule
 from candlefire_pipeline.defs.sensors import pubmed_drops_sensor
+from candlefire_pipeline.defs.shadow_assets import shadow_checks, shadow_parity
 from candlefire_pipeline.defs.store_assets import store_assets
 from candlefire_pipeline.defs.store_checks import build_store_checks
 from candlefire_pipeline.settings import Settings, code_location_settings
@@ -37,12 +38,14 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *store_assets(settings.stores),
             build_parity_report(settings.stores),
             serving_backend,
+            shadow_parity,
             store_maintenance,
             *all_generation_assets(settings),
         ],
         asset_checks=[
             *build_store_checks(settings.stores),
             *parity_checks,
+            *shadow_checks,
             *all_generation_checks(settings),
         ],
         jobs=[

@@ -80,6 +80,11 @@ def _serving(m: Mapping) -> str:
     return f"{m['serving_backend']}{flipped}: {m['verdict']}"
 
 
+def _shadow(m: Mapping) -> str:
+    failed = "" if m.get("failed_gates", "none") == "none" else f"; FAILS {m['failed_gates']}"
+    return f"window {m['window_id']}: {m['samples']} live comparisons{failed}"
+
+
 _STEPS = (
     ("papers", "papers", _papers),
     ("chunks", "chunks", _chunks),
@@ -87,6 +92,7 @@ _STEPS = (
     *((asset, store, _store) for asset, store in STORE_OF_ASSET.items()),
     ("parity_report", "parity", _parity),
     ("serving_backend", "serving", _serving),
+    ("shadow_parity", "shadow", _shadow),
 )
 
 

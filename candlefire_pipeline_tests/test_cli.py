@@ -7,8 +7,16 @@ import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.operations.serving import PINNED, PROMOTED, read_state
 from candlefire_pipeline.operations.serving_history import pending_entries
+from candlefire_pipeline.operations.serving_state import (
+    DEGRADED,
+    PINNED,
+    PROMOTED,
+    Window,
+    read_state,
+)
+from candlefire_pipeline.operations.serving_watch import watch
+from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 
@@ -99,6 +107,22 @@ def test_the_operator_commands_walk_the_transition_table(ingested, capsys, monke
     assert code == 0 and (state().state, state().reason) == (PINNED, "incident 2")
     code, out, _ = run("promote", "--reason", "fixed", "--run-report", "--by", "alice")
     assert code == 0 and (state().state, state().actor) == (PROMOTED, "alice")
+
+    def degrade(window_id: str) -> None:
+        window = Window("shadow_parity", window_id, ("shadow_agreement",), "overlap 0.4")
+        watch(Settings.from_env(), window, "dagster:shadow_parity", settings.pg_dsn)
+        assert state().state == DEGRADED
+
+    degrade("w1")
+    code, out, _ = run("status")
+    assert code == 0 and "pgvector DEGRADED since" in out and "auto-rollback is off" in out
+    code, out, _ = run("promote", "--reason", "looked: acceptable", "--run-report")
+    assert code == 0 and (state().state, state().failing) == (PROMOTED, {})  # re-armed
+    degrade("w2")
+    code, out, _ = run("rollback", "--reason", "degraded: roll back", "--by", "bob")
+    assert code == 0 and state().state == PINNED
+    code, out, _ = run("promote", "--reason", "fixed again", "--run-report")
+    assert code == 0 and state().state == PROMOTED
 
     settings.serving_file.unlink()  # a never-promoted deployment
     code, _, _ = run("rollback", "--reason", "pin before anything happens")

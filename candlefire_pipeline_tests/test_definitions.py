@@ -8,7 +8,7 @@ from candlefire_pipeline.definitions import defs
 
 ASSETS = {
     "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks", "qdrant_chunks",
-    "parity_report", "serving_backend", "store_maintenance",
+    "parity_report", "serving_backend", "shadow_parity", "store_maintenance",
 }  # fmt: skip
 
 
@@ -28,6 +28,8 @@ def test_flip_is_gated_by_blocking_checks():
         s.key.name for s in specs if s.blocking and s.asset_key == dg.AssetKey("parity_report")
     }
     assert {"grounding_agreement", "mean_overlap", "report_is_fresh"} <= gated
+    live = {s.key.name for s in specs if s.blocking and s.asset_key == dg.AssetKey("shadow_parity")}
+    assert live == {"shadow_queries", "shadow_agreement", "shadow_errors"}
 
 
 def test_every_asset_explains_itself_on_the_lineage_page():
@@ -48,7 +50,7 @@ def test_the_fetch_schedule_the_automation_sensor_and_their_targets_are_defined(
     automated = {
         k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition
     }
-    assert automated == {"parity_report", "serving_backend"}
+    assert automated == {"parity_report", "serving_backend", "shadow_parity"}
 
 
 def test_every_fed_store_has_blocking_ledger_dimension_and_agreement_checks():

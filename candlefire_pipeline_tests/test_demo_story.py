@@ -24,6 +24,7 @@ INGEST = {
     },
     "pgvector_chunks": STORE,
     "chroma_chunks": STORE,
+    "shadow_parity": {"window_id": "w1", "samples": 0, "failed_gates": "none"},
 }  # fmt: skip
 
 
@@ -38,6 +39,7 @@ INGEST = {
             "pgvector    +23 rows -2 chunks (8 papers replaced, 1 unchanged, 1 deleted)"
             " = 651 chunks",
         ),
+        ("shadow_parity", "shadow      window w1: 0 live comparisons"),
     ],
 )
 def test_one_line_per_step_from_its_metadata(asset, expected):
@@ -47,7 +49,7 @@ def test_one_line_per_step_from_its_metadata(asset, expected):
 def test_steps_come_in_dag_order_then_the_checks():
     lines = step_lines(dict(reversed(INGEST.items())), {"a": True, "b": False, "c": True})
     labels = [line.split()[0] for line in lines]
-    assert labels == ["papers", "chunks", "embeddings", "pgvector", "chroma", "checks"]
+    assert labels == ["papers", "chunks", "embeddings", "pgvector", "chroma", "shadow", "checks"]
     assert lines[-1] == "    checks      2/3 FAILED: b"
 
 

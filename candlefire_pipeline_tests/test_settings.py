@@ -29,6 +29,8 @@ OUT_OF_RANGE = [
     ("CANDLEFIRE_PARITY_MIN_CHUNKS", "0"),  # an empty corpus would count as evidence
     ("CANDLEFIRE_PARITY_MIN_QUERIES", "0"),
     ("CANDLEFIRE_PARITY_MIN_QUERIES", "-3"),
+    ("CANDLEFIRE_PARITY_MIN_SHADOW_QUERIES", "-1"),
+    ("CANDLEFIRE_PARITY_SHADOW_ERROR_RATE", "0.5"),  # would accept half the reads failing
 ]
 
 

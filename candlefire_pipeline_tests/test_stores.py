@@ -1,7 +1,7 @@
 """The store names and roles: one definition every layer reads."""
 
 from candlefire_pipeline import stores
-from candlefire_pipeline.operations import serving
+from candlefire_pipeline.operations import serving_state
 from candlefire_pipeline.settings import Settings, parse_stores
 
 
@@ -13,5 +13,5 @@ def test_the_roles_name_known_stores_and_the_oracle_is_not_fed():
 
 
 def test_the_switch_and_the_settings_serve_only_the_servable_stores():
-    assert set(serving.BACKEND_OF.values()) == set(stores.SERVABLE_STORES)
+    assert set(serving_state.BACKEND_OF.values()) == set(stores.SERVABLE_STORES)
     assert Settings.stores == stores.DEFAULT_STORES == parse_stores(None)

@@ -1,6 +1,7 @@
 """parity_report and the serving_backend switch it gates (the decision lives in operations/)."""
 
 import base64
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +20,13 @@ from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
+from candlefire_pipeline.operations.serving_watch import (
+    REPORT_SOURCE,
+    WatchResult,
+    judge,
+    serving_health,
+    watch,
+)
 from candlefire_pipeline.parity.gates import (
     INLINE_MARKDOWN_CHARS,
     failed,
@@ -88,9 +96,27 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         )
         for store, why in report.unavailable.items():
             context.log.warning(f"{store} was not evaluated (it does not block the flip): {why}")
-        return dg.MaterializeResult(metadata=_report_metadata(report, json_path, md_path))
+        window = judge(REPORT_SOURCE, report.report_id, gates_from_dicts(report.gates))
+        watched = watch(settings, window, "dagster:parity_report", pgvector.resolved_dsn())
+        log_watch(context, watched)
+        return dg.MaterializeResult(
+            metadata={
+                **_report_metadata(report, json_path, md_path),
+                "serving_watch": watched.message,
+            }
+        )
 
     return parity_report
+
+
+def log_watch(context: dg.AssetExecutionContext, watched: WatchResult) -> None:
+    """What a window did to the switch, in the run's log at the level it deserves."""
+    if watched.level >= logging.ERROR:
+        context.log.error(watched.message)
+    elif watched.level >= logging.WARNING:
+        context.log.warning(watched.message)
+    else:
+        context.log.info(watched.message)
 
 
 def _report_metadata(report: ParityReport, json_path: Path, md_path: Path) -> dict:
@@ -141,7 +167,9 @@ def serving_backend(
         f"serving backend: {state.describe()} ({decision.outcome}: {decision.message})"
     )
     # the parity report judges the default generation: another one serving has its comparison
-    if state.backend == CANDIDATE and state.generation == DEFAULT_NAME and failed(gates):
+    if state.degraded:
+        context.log.error(f"serving {state.describe()}")
+    elif state.backend == CANDIDATE and state.generation == DEFAULT_NAME and failed(gates):
         context.log.warning(
             f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
             f"`candlefire rollback --reason ...` returns to {state.rollback_target}"
@@ -154,6 +182,8 @@ def serving_backend(
             "describe": state.describe(),
             "pinned": state.pinned,
             "pin_reason": state.reason if state.pinned else "",
+            "degraded": state.degraded,
+            "healthy": serving_health(state)[0],
             "flipped_now": decision.outcome == "changed",
             "decision": decision.outcome,
             "verdict": decision.message,

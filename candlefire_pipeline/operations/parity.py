@@ -22,6 +22,7 @@ from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
 from candlefire_pipeline.parity.report import ParityReport
 from candlefire_pipeline.parity.report_files import load_latest
+from candlefire_pipeline.parity.shadow_window import load_latest_window
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds, Settings
@@ -148,13 +149,15 @@ def run_report(
 
 
 def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult]:
-    """THE evaluation of the gates: the report, the thresholds in settings, the ledger now."""
+    """THE evaluation of the gates: the report, the thresholds in settings, the ledger now and
+    the latest shadow window (live evidence)."""
     try:
         ledger_now = snapshot(settings.batches_dir, settings.stores)
     except (OSError, ValueError, KeyError) as exc:
         log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
         ledger_now = None
-    return evaluate_gates(report, settings.parity, ledger_now, _pgvector_now(settings))
+    return evaluate_gates(report, settings.parity, ledger_now, _pgvector_now(settings),
+                          shadow=load_latest_window(settings.reports_dir))  # fmt: skip
 
 
 def _pgvector_now(settings: Settings) -> ServerVersions | None:

@@ -1,11 +1,14 @@
 """The app-facing read path: a Retriever on the (backend, generation) the serving switch names.
 
-The app keeps one ServingReader and calls `retriever()` per request; the switch file is
-re-read when it changes (a stat per call), so a rollback takes effect on the next request. A
-generation other than the default is read from its own target with its own settings and query
-embedder (another model needs its own query vectors). CANDLEFIRE_SERVING_BACKEND is the
-emergency lever (on the default generation): "chroma" forces Chroma; "pgvector" is refused
-unless the latest parity report passes every gate now.
+The app keeps a ServingReader and calls `retrieve(...)` (or `retriever()`) per request; the
+switch file is re-read when it changes (a stat per call), so a rollback takes effect on the next
+request. A generation other than the default is read from its own target with its own settings
+and query embedder (another model needs its own query vectors). CANDLEFIRE_SERVING_BACKEND is
+the emergency lever (on the default generation): "chroma" forces Chroma; "pgvector" is refused
+unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
+`retrieve` also hands a share of requests to the shadow worker (operations/shadow.py), which
+replays them on the stores that do not serve; the answer never waits for that. Shadow reads
+compare the default generation's stores, so they are offered only while it serves.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import astuple
 
 from candlefire_pipeline.backends.base import VectorBackend
@@ -22,15 +26,21 @@ from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.operations.generations import generation_embedder, registry
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving import ServingState, Target, read_state
+from candlefire_pipeline.operations.serving_state import ServingState, Target, read_state
+from candlefire_pipeline.operations.shadow import ShadowWorker, shared_worker
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
-from candlefire_pipeline.retrieval.retriever import Retriever
+from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 log = logging.getLogger(__name__)
+
+
+def _listed(terms: Sequence[str] | None) -> list[str] | None:
+    """None stays None: the app's rule takes the terms from the query text."""
+    return None if terms is None else list(terms)
 
 
 class ServingRefusedError(RuntimeError):
@@ -54,6 +64,7 @@ class ServingReader:
         embedder=None,
         reranker=None,
         opener: Callable[[str, Settings], VectorBackend] = open_backend,
+        shadow: ShadowWorker | None = None,
     ) -> None:
         if embedder is None:
             from candlefire_pipeline.embedding import embedder_for
@@ -73,14 +84,41 @@ class ServingReader:
         self.generation: str | None = None
         #: generation name -> its query embedder (the default's is the one given)
         self._embedders = {DEFAULT_NAME: embedder}
+        #: None: the process-wide worker, started on the first request if the rate is > 0
+        self._shadow = shadow
+
+    @property
+    def shadow(self) -> ShadowWorker | None:
+        if self._shadow is None and self.settings.shadow.enabled:
+            self._shadow = shared_worker(self.settings)
+        return self._shadow
+
+    def retrieve(
+        self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] | None = None
+    ) -> Retrieval:
+        """One request on the serving backend (arguments as Retriever.retrieve's); maybe
+        replayed in the shadow afterwards."""
+        retriever, served, generation = self._current()
+        started = time.perf_counter()
+        answer = retriever.retrieve(query, list(entity_names), _listed(terms))
+        seconds = time.perf_counter() - started
+        # the shadow replays on the default generation's stores: another one is not comparable
+        shadow = self.shadow if generation == DEFAULT_NAME else None
+        if shadow is not None:  # offer() never raises and never blocks
+            shadow.offer(served, query, entity_names, terms, answer, seconds)
+        return answer
 
     def retriever(self) -> Retriever:
         """The Retriever to use for this request."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[Retriever, str, str]:
+        """The Retriever for this request, the store and generation it reads (one decision)."""
         seen = _signature(self.settings.serving_file)
         with self._switching:
             if self._retriever is None or seen != self._seen:
                 self._switch(seen)
-            return self._retriever
+            return self._retriever, self.backend_name, self.generation
 
     def _switch(self, seen) -> None:
         self.state = self._read_state()
@@ -93,6 +131,8 @@ class ServingReader:
             self._retriever = Retriever(backend, embedder, self.settings.retrieval,
                                         self.reranker, self.vector_cache)  # fmt: skip
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
+        if self.state.degraded and wanted == self.state.target:
+            log.warning("serving from %s", self.state.describe())
         self._seen = seen
 
     def _generation(self, name: str):

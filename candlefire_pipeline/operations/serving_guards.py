@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from candlefire_pipeline.generations.identity import DEFAULT_NAME, LIVE
-from candlefire_pipeline.operations.serving_state import Evidence, ServingState
-from candlefire_pipeline.parity.gates import failed
+from candlefire_pipeline.operations.serving_state import Evidence, ServingState, Window
+from candlefire_pipeline.parity.gate_result import failed
 from candlefire_pipeline.stores import CANDIDATE
 
 GATES_PASS = "gates_pass"  # the latest report (or comparison) passes every gate, evaluated now
@@ -17,6 +17,10 @@ BACK_TO_PGVECTOR = "rollback_target_on_pgvector"  # what a rollback returns to i
 GENERATION_LIVE = "generation_live"  # the generation asked for is live in the registry
 NOT_SERVING = "not_what_serves"  # the target asked for is not what serves now
 COMPARED_WITH_SERVING = "compared_with_what_serves"  # its latest comparison had it as reference
+WINDOW_COUNTED = "window_already_counted"  # this failing window was counted before
+ROLLBACK_DUE = "auto_rollback_due"  # auto-rollback is on and this window makes N in a row
+SOURCE_CLEAR = "source_not_failing"  # the passing window's source had no failing window
+ALL_CLEAR = "all_sources_clear"  # once this source is cleared, no source is failing
 
 
 def _time(iso: str | None) -> datetime | None:
@@ -92,6 +96,34 @@ def _compared_with_serving(state: ServingState, evidence: Evidence) -> str | Non
     )
 
 
+def counted(state: ServingState, window: Window) -> list[str]:
+    """The window source's failing windows in a row, oldest first."""
+    return state.failing.get(window.source, [])
+
+
+def _window_counted(state: ServingState, evidence: Evidence) -> str | None:
+    window = evidence.window
+    return None if window.window_id in counted(state, window) else "a new window"
+
+
+def _rollback_due(state: ServingState, evidence: Evidence) -> str | None:
+    if evidence.rollback_after is None:
+        return "auto-rollback is off"
+    count = len(counted(state, evidence.window)) + 1
+    if count < evidence.rollback_after:
+        return f"{count} of {evidence.rollback_after} failing windows before auto-rollback"
+    return None
+
+
+def _source_clear(state: ServingState, evidence: Evidence) -> str | None:
+    return "its source has failing windows" if counted(state, evidence.window) else None
+
+
+def _all_clear(state: ServingState, evidence: Evidence) -> str | None:
+    others = sorted(set(state.failing) - {evidence.window.source})
+    return f"still failing: {', '.join(others)}" if others else None
+
+
 #: guard -> (state, evidence) -> None when it holds, else why not
 GUARDS = {
     GATES_PASS: _gates_pass,
@@ -101,6 +133,10 @@ GUARDS = {
     GENERATION_LIVE: _generation_live,
     NOT_SERVING: _not_serving,
     COMPARED_WITH_SERVING: _compared_with_serving,
+    WINDOW_COUNTED: _window_counted,
+    ROLLBACK_DUE: _rollback_due,
+    SOURCE_CLEAR: _source_clear,
+    ALL_CLEAR: _all_clear,
 }
 #: A generation's promotion: the guards every such transition checks, in the order they are told.
 GENERATION_GUARDS = (GENERATION_LIVE, NOT_SERVING, COMPARED_WITH_SERVING, GATES_PASS)

@@ -12,6 +12,7 @@ from candlefire_pipeline.operations.pg_versions import backend_versions
 from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
 from candlefire_pipeline.operations.serving_history import pending_entries
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
+from candlefire_pipeline.parity.shadow_window import ShadowWindow, load_latest_window
 from candlefire_pipeline.settings import Settings, redact_dsn
 from candlefire_pipeline.stores import PGVECTOR, QDRANT
 
@@ -28,6 +29,9 @@ class Status:
     pending_history: list[dict] = field(default_factory=list)
     chunk_counts: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: the auto-rollback policy: pin after this many failing windows in a row (None: off)
+    rollback_after: int | None = None
+    shadow: ShadowWindow | None = None  # the latest window of live shadow comparisons
     #: store -> its server's versions (Postgres stores only)
     versions: dict[str, ServerVersions] = field(default_factory=dict)
 
@@ -53,7 +57,9 @@ def collect_status(settings: Settings) -> Status:
         status = Status(serving=read_state(settings.serving_file))
     except ValueError as exc:
         status = Status(serving=None, serving_error=str(exc))
+    status.rollback_after = settings.watch.rollback_after
     report, status.gates = latest_evaluation(settings)
+    status.shadow = load_latest_window(settings.reports_dir)
     status.thresholds = asdict(settings.parity)
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
@@ -82,6 +88,13 @@ def format_status(status: Status) -> str:
             f"  last change: {s.changed_at or 'never'} by {s.actor or '-'} "
             f"({s.event or '-'}); report: {s.report_id or '-'}; {s.reason}"
         )
+        if s.degraded:
+            policy = status.rollback_after
+            lines.append(
+                "  DEGRADED: pgvector still serves; `candlefire rollback --reason ...` pins "
+                "Chroma; auto-rollback "
+                + (f"after {policy} failing windows in a row" if policy else "is off")
+            )
     if status.pending_history:
         lines.append(
             f"  history PENDING: {len(status.pending_history)} change(s) not yet in Postgres; "
@@ -100,6 +113,7 @@ def format_status(status: Status) -> str:
         ]
     else:
         lines.append("last parity report: none (no gate can pass)")
+    lines += _shadow_lines(status.shadow)
     for store, count in status.chunk_counts.items():
         versions = status.versions.get(store)
         lines.append(f"{store}: {count} chunks" + (f" ({versions.describe()})" if versions else ""))
@@ -108,3 +122,18 @@ def format_status(status: Status) -> str:
     for store, error in status.errors.items():
         lines.append(f"{store}: UNREACHABLE - {error}")
     return "\n".join(lines)
+
+
+def _shadow_lines(window: ShadowWindow | None) -> list[str]:
+    if window is None:
+        return ["last shadow window: none (shadow reads off, or shadow_parity never ran)"]
+    lines = [f"last shadow window: {window.window_id} (until {window.until[:19]} UTC, "
+             f"{window.window_minutes} min)"]  # fmt: skip
+    for t in window.targets:
+        agreement = (
+            f"mean overlap {t.mean_overlap:.3f}, grounding {t.grounding_agreement:.3f}"
+            if t.compared
+            else "nothing compared"
+        )
+        lines.append(f"  {t.pair}: {t.samples} samples, {agreement}, {t.errors} errors")
+    return lines

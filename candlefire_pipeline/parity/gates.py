@@ -6,14 +6,19 @@ the report file, the blocking checks, `candlefire status` and the switch all use
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from candlefire_pipeline.backends.pg.version import FLOOR, ServerVersions, dotted, missing_fixes
+from candlefire_pipeline.parity.gate_result import GateResult, failed
+from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES, shadow_gates
 from candlefire_pipeline.settings import ParityThresholds
 
 if TYPE_CHECKING:
     from candlefire_pipeline.parity.report import ParityReport
+    from candlefire_pipeline.parity.shadow_window import ShadowWindow
+
+__all__ = ["GATES", "GateResult", "evaluate_gates", "failed", "gate_table_markdown"]
 
 #: store -> {batch_key: applied_at}: which batches each store had applied (corpus/ledger.snapshot)
 Ledger = dict[str, dict[str, float]]
@@ -40,24 +45,8 @@ GATES: dict[str, str] = {
     "candlefire_conformance": "The candidate answers candle-fire's recorded queries as "
     "candle-fire's own retriever did, every stage of every query (only ties within 1e-5 may "
     "swap; neighbours candle-fire's own Chroma graph missed are proven so); no fixtures = FAIL.",
+    **SHADOW_GATES,
 }
-
-
-@dataclass(frozen=True)
-class GateResult:
-    name: str
-    passed: bool
-    value: float
-    threshold: float
-    detail: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def failed(gates: list[GateResult]) -> list[str]:
-    """Names of the gates that did not pass."""
-    return [g.name for g in gates if not g.passed]
 
 
 def evaluate_gates(
@@ -65,9 +54,13 @@ def evaluate_gates(
     thresholds: ParityThresholds,
     ledger_now: Ledger | None,
     pgvector_now: ServerVersions | None = None,
+    shadow: ShadowWindow | None = None,
+    now: datetime | None = None,
 ) -> list[GateResult]:
     """Every gate of GATES for `report`; ledger_now / pgvector_now (the candidate server's
-    versions) None means they could not be read now."""
+    versions) None means they could not be read now; `shadow` is the latest window of live
+    comparisons (None: there is none), judged at `now`."""
+    live = shadow_gates(shadow, thresholds, report.reference, report.candidate, now)
     return [
         freshness(report, ledger_now),
         _corpus_size(report, thresholds),
@@ -80,6 +73,7 @@ def evaluate_gates(
         _current_versions(report),
         pgvector_version(report, pgvector_now),
         _conformance(report),
+        *live,
     ]
 
 
@@ -279,25 +273,30 @@ INLINE_MARKDOWN_CHARS = 1000
 
 
 def gate_table_markdown(gates: list[GateResult], limit: int | None = None) -> str:
-    """The gate table as Markdown (report page, Dagster metadata); with `limit`, each detail is
-    cut short (…) until the table fits (the full details stay in the report)."""
+    """The gate table as Markdown (report page, Dagster metadata). With `limit`, the longest
+    details are cut short (…) until the table is shorter than `limit` characters: those of
+    passing gates first, so a failing gate keeps its reason as long as it can (the full details
+    stay in the report)."""
 
-    def cell(value: str, width: int) -> str:
-        value = value if len(value) <= width else value[: width - 1] + "…"
+    def cell(value: str) -> str:
         return value.replace("|", "\\|").replace("\n", " ")
 
-    rows = gate_rows(gates)
-    width = max((len(row[4]) for row in rows), default=0)
-    while True:
+    def cut(text: str, room: int) -> str:
+        return text if len(text) <= room else text[: max(room - 1, 0)] + "…"
+
+    def render(rooms: dict[str, int]) -> str:
         lines = ["| gate | result | value | threshold | detail |", "|---|---|---|---|---|"]
-        lines += [
-            "| " + " | ".join([*(cell(v, len(v)) for v in row[:4]), cell(row[4], width)]) + " |"
-            for row in rows
-        ]
-        table = "\n".join(lines)
-        if limit is None or len(table) < limit or width <= 8:
-            return table
-        width -= 4
+        for *head, detail in rows:
+            lines.append("| " + " | ".join([*head, cut(detail, rooms[head[1]])]) + " |")
+        return "\n".join(lines)
+
+    rows = [[cell(v) for v in row] for row in gate_rows(gates)]
+    longest = max((len(row[4]) for row in rows), default=0)
+    rooms = {"pass": longest, "FAIL": longest}
+    for result in ("pass", "FAIL"):
+        while limit is not None and rooms[result] > 3 and len(render(rooms)) >= limit:
+            rooms[result] -= 1
+    return render(rooms)
 
 
 def format_gate_table(gates: list[GateResult]) -> str:

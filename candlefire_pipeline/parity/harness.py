@@ -100,7 +100,7 @@ def run_parity(
     rows, divergences = [], []
     for position, query in enumerate(queries):
         runs, seconds = _retrieve_all(run, query, position)
-        row, found = _compare(ctx, query, runs, seconds)
+        row, found = compare_runs(ctx, query, runs, seconds)
         _compare_with_oracle(run, comparisons, row, query, runs, top_k)
         rows.append(row)
         divergences += found
@@ -163,7 +163,7 @@ def _retrieve_all(
     return runs, seconds
 
 
-def _compare(
+def compare_runs(
     ctx: TraceContext,
     query: ParityQuery,
     runs: dict[str, Retrieval],

@@ -49,6 +49,8 @@ from candlefire_pipeline.settings.sections import (
     PgAnnSettings,
     RetrievalSettings,
 )
+from candlefire_pipeline.settings.shadow import ShadowSettings
+from candlefire_pipeline.settings.watch import WatchSettings
 from candlefire_pipeline.stores import DEFAULT_STORES, SUBSTRING_MODES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +89,8 @@ __all__ = [
     "RaySettings",
     "RetrievalSettings",
     "Settings",
+    "ShadowSettings",
+    "WatchSettings",
     "backfill_partitions_per_run",
     "code_location_settings",
     "embed_executor",
@@ -172,6 +176,10 @@ class Settings:
     generations: GenerationSettings = field(default_factory=GenerationSettings)
     #: A generation's own batch files and ledger (generations/view.py); None: data_dir/batches.
     batches_dir_override: Path | None = None
+    #: how a promoted deployment reacts to failing windows (DEGRADED; the auto-rollback)
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    #: shadow reads of live traffic (CANDLEFIRE_SHADOW_*; off by default)
+    shadow: ShadowSettings = field(default_factory=ShadowSettings)
 
     @property
     def batches_dir(self) -> Path:
@@ -239,6 +247,11 @@ class Settings:
         return self.data_dir / "logs"
 
     @property
+    def shadow_pending_file(self) -> Path:
+        """Shadow comparisons not yet in Postgres (JSON lines, appended by the shadow worker)."""
+        return self.data_dir / "shadow_pending.jsonl"
+
+    @property
     def serving_pending_file(self) -> Path:
         """Switch changes whose history row Postgres has not received yet (JSON lines)."""
         return self.data_dir / "serving_history_pending.jsonl"
@@ -254,8 +267,8 @@ class Settings:
 
     @classmethod
     def from_env(cls, parity: bool = True) -> Settings:
-        """Settings from the environment; parity=False skips the gate thresholds (rollback must
-        work even when one of them is misconfigured)."""
+        """Settings from the environment; parity=False skips the gate thresholds and the watch
+        policy (rollback must work even when one of them is misconfigured)."""
         data_dir = Path(env_str("CANDLEFIRE_DATA_DIR", str(REPO_ROOT / "data"))).resolve()
         return cls(
             data_dir=data_dir,
@@ -305,6 +318,8 @@ class Settings:
             conformance_dir=env_path("CANDLEFIRE_CONFORMANCE_DIR") or default_conformance_dir(),
             conformance_cache_override=env_path("CANDLEFIRE_CONFORMANCE_CACHE"),
             generations=GenerationSettings.from_env() if parity else GenerationSettings(),
+            watch=WatchSettings.from_env() if parity else WatchSettings(),
+            shadow=ShadowSettings.from_env() if parity else ShadowSettings(),
         )
 
 

@@ -122,6 +122,9 @@ THRESHOLD_RANGES: dict[str, tuple[str, float, float]] = {
     "ann_recall": ("CANDLEFIRE_PARITY_ANN_RECALL", 0.8, 1.0),
     "min_corpus_chunks": ("CANDLEFIRE_PARITY_MIN_CHUNKS", 10, 1_000_000_000),
     "min_queries_with_results": ("CANDLEFIRE_PARITY_MIN_QUERIES", 5, 100_000),
+    # 0 = live evidence not required; when required, a window with fewer comparisons fails
+    "min_shadow_queries": ("CANDLEFIRE_PARITY_MIN_SHADOW_QUERIES", 0, 1_000_000),
+    "shadow_error_rate": ("CANDLEFIRE_PARITY_SHADOW_ERROR_RATE", 0.0, 0.2),
 }
 
 
@@ -163,6 +166,10 @@ class ParityThresholds:
     min_corpus_chunks: int = 100
     #: evidence: this many queries return results on every store (the committed set has 58)
     min_queries_with_results: int = 20
+    #: live evidence: the shadow window holds at least this many comparisons (0: not required)
+    min_shadow_queries: int = 0
+    #: live evidence: at most this share of shadow reads may fail
+    shadow_error_rate: float = 0.01
 
     def __post_init__(self) -> None:
         for name, (variable, low, high) in THRESHOLD_RANGES.items():

@@ -37,6 +37,24 @@ def pipeline_env(monkeypatch, data_dir: Path, pg_dsn: str, model: str = "hashing
     return settings
 
 
+def demo_deployment(monkeypatch, tmp: Path, pg_dsn: str):
+    """The first demo drop in every store and one parity report that passes every gate;
+    (settings, query embedder)."""
+    from candlefire_pipeline.corpus.demo import write_demo_drops
+    from candlefire_pipeline.embedding import load_embedder
+    from candlefire_pipeline.operations.parity import open_named_stores, run_report
+    from candlefire_pipeline.parity.report_files import write_report
+
+    settings = pipeline_env(monkeypatch, tmp / "data", pg_dsn)
+    first = write_demo_drops(settings.drops_dir)[0].name
+    with dg.instance_for_test(temp_dir=str(tmp)) as instance:
+        assert Pipeline(instance).ingest(first).success
+    embedder = load_embedder(settings.model_id)
+    with open_named_stores(settings) as stores:
+        write_report(run_report(settings, embedder, stores), settings.reports_dir)
+    return settings, embedder
+
+
 class Pipeline:
     """One Dagster test instance; materializes batches and the parity/serving assets."""
 

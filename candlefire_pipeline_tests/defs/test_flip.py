@@ -1,14 +1,22 @@
 """The gated, reversible flip through Dagster: parity_report -> blocking checks ->
 serving_backend, with the default thresholds (no test raises one to make a flip pass)."""
 
+import logging
+
 import dagster as dg
 import psycopg
 import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.operations.serving import INITIAL, PINNED, PROMOTED, read_state
 from candlefire_pipeline.operations.serving_history import history
+from candlefire_pipeline.operations.serving_state import (
+    DEGRADED,
+    INITIAL,
+    PINNED,
+    PROMOTED,
+    read_state,
+)
 from candlefire_pipeline.parity.gates import GATES
 from candlefire_pipeline.parity.report_files import load_latest
 from candlefire_pipeline.parity.report_markdown import report_markdown
@@ -44,7 +52,8 @@ def test_a_rollback_holds_against_the_schedule_and_reruns_until_promote(demo, pg
     settings, pipeline, _ = demo
     assert read_state(settings.serving_file).state == INITIAL
     first = pipeline.parity()
-    assert set(check_results(first)) == set(GATES) and not failed_checks(first)
+    assert set(check_results(first)) == {*GATES, "serving_not_degraded"}
+    assert not failed_checks(first)
     meta = metadata(first, "serving_backend")
     assert (meta["serving_backend"], meta["flipped_now"], meta["decision"]) == (
         "pgvector", True, "changed",
@@ -172,3 +181,51 @@ def load_any_full_text_chunk(settings) -> str:
     batch = sorted(settings.batches_dir.iterdir())[0]
     ids = pq.read_table(batch / "chunks.parquet")["chunk_id"].to_pylist()
     return next(i for i in ids if i.endswith("_s1"))
+
+
+def error_lines(instance: dg.DagsterInstance, result) -> list[str]:
+    return [
+        entry.user_message
+        for entry in instance.all_logs(result.run_id)
+        if entry.level >= logging.ERROR and entry.user_message
+    ]
+
+
+def test_a_promoted_deployment_watches_its_reports_degrades_then_rolls_itself_back(
+    demo, pg_dsn, monkeypatch
+):
+    """Promoted, then a chunk deleted behind the pipeline's back: the next report fails its
+    gates, so the switch turns DEGRADED (error log line, failing check); with the auto-rollback
+    on (2 windows), the next failing report pins Chroma, and the schedule cannot undo it."""
+    settings, pipeline, _ = demo
+    monkeypatch.setenv("CANDLEFIRE_AUTO_ROLLBACK", "on")
+    monkeypatch.setenv("CANDLEFIRE_AUTO_ROLLBACK_WINDOWS", "2")
+    healthy = pipeline.parity()
+    assert check_results(healthy)["serving_not_degraded"]
+    # the report runs before serving_backend promotes on it: nothing to watch yet
+    assert "never promoted" in metadata(healthy, "parity_report")["serving_watch"]
+    assert read_state(settings.serving_file).state == PROMOTED
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DELETE FROM {settings.pg_table} WHERE chunk_id = %s",
+                     (load_any_full_text_chunk(settings),))  # fmt: skip
+
+    first = pipeline.parity()
+    degraded = read_state(settings.serving_file)
+    assert (degraded.state, degraded.backend) == (DEGRADED, "pgvector")
+    first_id = metadata(first, "parity_report")["report_id"]
+    assert degraded.failing == {"parity_report": [first_id]}
+    assert not check_results(first)["serving_not_degraded"]
+    assert not materialized(first, "serving_backend")  # the gate checks block it
+    assert any("SERVING DEGRADED" in line for line in error_lines(pipeline.instance, first))
+
+    second = pipeline.parity()
+    pin = read_state(settings.serving_file)
+    assert (pin.state, pin.actor) == (PINNED, "dagster:parity_report")
+    assert pin.reason.startswith("auto-rollback after 2 failing parity_report windows")
+    assert not check_results(second)["serving_not_degraded"]
+    assert any("AUTO-ROLLBACK" in line for line in error_lines(pipeline.instance, second))
+    rerun = metadata(pipeline.serving_only(), "serving_backend")
+    assert (rerun["serving_backend"], rerun["decision"], rerun["healthy"]) == (
+        "chroma", "refused", False,
+    )  # fmt: skip
+    assert read_state(settings.serving_file) == pin

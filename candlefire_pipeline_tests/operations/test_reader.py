@@ -7,21 +7,16 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-import dagster as dg
 import pytest
 
 from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.cli import main as candlefire
-from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.embedding import load_embedder
-from candlefire_pipeline.operations.parity import open_named_stores, run_report
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
 from candlefire_pipeline.operations.serving_commands import promote, rollback
-from candlefire_pipeline.parity.report_files import write_report
 from candlefire_pipeline.settings import ParityThresholds
-from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
+from candlefire_pipeline_tests.defs.pipeline_harness import demo_deployment
 
 QUERY = ("SPG302 restores synapses in ALS", ["TDP-43"], ["SPG302"])
 
@@ -30,15 +25,7 @@ QUERY = ("SPG302 restores synapses in ALS", ["TDP-43"], ["SPG302"])
 def deployment(tmp_path_factory, pg_dsn):
     """The first demo drop in both stores and one parity report that passes every gate."""
     monkeypatch = pytest.MonkeyPatch()
-    tmp = tmp_path_factory.mktemp("reader")
-    settings = pipeline_env(monkeypatch, tmp / "data", pg_dsn)
-    first = write_demo_drops(settings.drops_dir)[0].name
-    with dg.instance_for_test(temp_dir=str(tmp)) as instance:
-        assert Pipeline(instance).ingest(first).success
-    embedder = load_embedder(settings.model_id)
-    with open_named_stores(settings) as stores:
-        write_report(run_report(settings, embedder, stores), settings.reports_dir)
-    yield settings, embedder
+    yield demo_deployment(monkeypatch, tmp_path_factory.mktemp("reader"), pg_dsn)
     monkeypatch.undo()
 
 

@@ -195,6 +195,23 @@ def test_gate_tables_show_every_gate_with_result_and_threshold():
     assert [line.split()[1] for line in text.splitlines()[1:]].count("FAIL") == 1
 
 
+def test_a_gate_table_for_the_ui_is_cut_to_fit_and_keeps_every_row():
+    gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER, CURRENT)
+    full = gate_table_markdown(gates)
+    assert gate_table_markdown(gates, limit=len(full) + 1) == full  # it fits: nothing cut
+    failing = [g for g in gates if not g.passed]
+    assert "ann_recall" in [g.name for g in failing]
+    # room for every failing gate's whole detail once every passing one is cut to a stub
+    floor = len(gate_table_markdown(gates, limit=1))
+    limit = floor + sum(len(g.detail) for g in failing)
+    assert limit < len(full)
+    cut = gate_table_markdown(gates, limit=limit)
+    assert len(cut) < limit and "…" in cut
+    assert [line.split("|")[1].strip() for line in cut.splitlines()[2:]] == list(GATES)
+    assert "| ann_recall | FAIL | 0.5 | 0.95 |" in cut
+    assert all(g.detail in cut for g in failing)  # passing gates' details are cut first
+
+
 OLD = ServerVersions("18.3", "0.8.2", "0.8.2")
 BETWEEN = ServerVersions("17.2", "0.8.3", "0.8.3")
 

@@ -17,6 +17,7 @@ from candlefire_pipeline.parity.gates import evaluate_gates, gates_from_dicts
 from candlefire_pipeline.parity.report import ParityReport
 from candlefire_pipeline.parity.report_files import load_latest, write_report
 from candlefire_pipeline.parity.report_markdown import report_markdown
+from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
 
@@ -58,12 +59,16 @@ def test_an_old_report_is_judged_as_it_was_and_cannot_flip_without_conformance(o
     assert [dataclasses.astuple(g) for g in now[: len(recorded)]] == [
         dataclasses.astuple(g) for g in recorded
     ]
-    # gates added since: a report that predates them cannot pass them (re-run it)
+    # gates added since: the version floor and conformance fail on a report that predates them
+    # (re-run it); live evidence is not required by default: those pass and say so
     added = {g.name: g for g in now[len(recorded) :]}
+    assert list(added) == ["pgvector_version", "candlefire_conformance", *SHADOW_GATES]
     assert not added["pgvector_version"].passed
     assert "does not record the pgvector version" in added["pgvector_version"].detail
     assert not added["candlefire_conformance"].passed
     assert added["candlefire_conformance"].detail.startswith("unknown")
+    assert all(added[name].passed for name in SHADOW_GATES)
+    assert "not required" in added["shadow_queries"].detail
 
 
 def test_status_and_the_serving_reader_read_an_old_report(tmp_path, monkeypatch, pg_dsn):

@@ -1,0 +1,41 @@
+"""How a promoted deployment watches itself: the auto-rollback policy (README, serving switch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from candlefire_pipeline.settings.env import env_bool, env_int
+
+#: The most consecutive failing windows the auto-rollback may wait for (the state keeps as many).
+MAX_ROLLBACK_WINDOWS = 100
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """CANDLEFIRE_AUTO_ROLLBACK: pin Chroma after `rollback_windows` failing windows in a row
+    of one source (parity reports, or shadow windows) while serving pgvector; off by default
+    (a failing window then only marks the switch DEGRADED, loudly)."""
+
+    auto_rollback: bool = False
+    rollback_windows: int = 3
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rollback_windows, bool) or not (
+            1 <= self.rollback_windows <= MAX_ROLLBACK_WINDOWS
+        ):
+            raise ValueError(
+                f"CANDLEFIRE_AUTO_ROLLBACK_WINDOWS must be between 1 and {MAX_ROLLBACK_WINDOWS}, "
+                f"got {self.rollback_windows!r}"
+            )
+
+    @property
+    def rollback_after(self) -> int | None:
+        """What the state machine's auto-rollback guard reads: None when it is off."""
+        return self.rollback_windows if self.auto_rollback else None
+
+    @classmethod
+    def from_env(cls) -> WatchSettings:
+        return cls(
+            auto_rollback=env_bool("CANDLEFIRE_AUTO_ROLLBACK", cls.auto_rollback),
+            rollback_windows=env_int("CANDLEFIRE_AUTO_ROLLBACK_WINDOWS", cls.rollback_windows),
+        )
