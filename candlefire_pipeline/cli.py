@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 
 from candlefire_pipeline.settings import Settings, redact_dsn
-from candlefire_pipeline.stores import BACKEND_NAMES
+from candlefire_pipeline.stores import BACKEND_NAMES, CANDIDATE, SERVABLE_STORES
 
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
 OPERATOR_COMMANDS = ("status", "rollback", "promote", "query")
@@ -65,7 +65,17 @@ def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.serving import CHANGED, UNCHANGED
     from candlefire_pipeline.operations.serving_commands import promote
 
-    outcome = promote(settings, args.reason, args.by, run_new_report=args.run_report)
+    if args.generation:
+        if args.run_report:
+            raise ValueError(
+                "--run-report is the default generation's parity report; a "
+                "generation's evidence is `candlefire generation compare NAME`"
+            )
+        from candlefire_pipeline.operations.serving_generation import promote_generation
+
+        outcome = promote_generation(settings, args.generation, args.reason, args.by, args.backend)
+    else:
+        outcome = promote(settings, args.reason, args.by, run_new_report=args.run_report)
     decision = outcome.decision
     if decision.outcome == CHANGED:
         print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
@@ -183,7 +193,11 @@ def _parser() -> argparse.ArgumentParser:
     add("demo", help="write the demo drops and run the whole DAG through the CLI")
     add("register-drops", help="add a partition for every file in the drops folder")
     add("status", help="serving backend, last parity report, store health")
-    rollback = add("rollback", help="serve from Chroma at once and pin it (no Postgres needed)")
+    rollback = add(
+        "rollback",
+        help="return at once to the previous (backend, generation) and pin it (Chroma from the "
+        "default generation; no Postgres needed)",
+    )
     rollback.add_argument("--reason", required=True, help="why (recorded in the history)")
     rollback.add_argument("--by", default=None, help="who (default: the login name)")
     promote = add(
@@ -193,6 +207,16 @@ def _parser() -> argparse.ArgumentParser:
     promote.add_argument("--by", default=None, help="who (default: the login name)")
     promote.add_argument(
         "--run-report", action="store_true", help="run a new parity report first and use it"
+    )
+    promote.add_argument(
+        "--generation",
+        help="serve this index generation, on its latest `generation compare` with what serves",
+    )
+    promote.add_argument(
+        "--backend",
+        choices=SERVABLE_STORES,
+        default=CANDIDATE,
+        help="with --generation: where it serves from (a generation is promoted to pgvector)",
     )
     reader = add("create-reader-role", help="a read-only Postgres role for serving")
     reader.add_argument("--role", default="candlefire_reader")

@@ -34,6 +34,8 @@ VERBS = {
     "register-drops": (["register-drops"], 0, "3 drop partitions registered"),
     "rollback": (["rollback", "--reason", "drill"], 0, "serving backend: chroma - chroma (PINNED"),
     "promote": (["promote", "--reason", "go"], 1, "candlefire promote: refused"),
+    "promote --generation": (["promote", "--generation", "int8", "--reason", "go"], 1,
+                             "candlefire promote: refused, nothing changed: no generation named"),
     "repair": (["repair", "--store", "chroma"], 0, "the store matches the ledger"),
     "create-reader-role": (["create-reader-role", "--role", "quiet_reader"], 0,
                            "role 'quiet_reader' can read"),

@@ -16,6 +16,7 @@ from candlefire_pipeline.defs.resources import (
 )
 from candlefire_pipeline.defs.store_assets import STORE_ASSETS
 from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
 from candlefire_pipeline.operations.serving_commands import auto_promote
 from candlefire_pipeline.operations.serving_history import pending_entries
@@ -165,16 +166,18 @@ def serving_backend(
     context.log.info(
         f"serving backend: {state.describe()} ({decision.outcome}: {decision.message})"
     )
+    # the parity report judges the default generation: another one serving has its comparison
     if state.degraded:
         context.log.error(f"serving {state.describe()}")
-    elif state.backend == CANDIDATE and failed(gates):
+    elif state.backend == CANDIDATE and state.generation == DEFAULT_NAME and failed(gates):
         context.log.warning(
             f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
-            "`candlefire rollback --reason ...` pins Chroma"
+            f"`candlefire rollback --reason ...` returns to {state.rollback_target}"
         )
     return dg.MaterializeResult(
         metadata={
             "serving_backend": state.backend,
+            "generation": state.generation,
             "state": state.state,
             "describe": state.describe(),
             "pinned": state.pinned,

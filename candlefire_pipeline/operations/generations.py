@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -11,7 +10,7 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.corpus.chunking import chunker
 from candlefire_pipeline.embedding import embedder_for, embedding_identity, load_embedder
 from candlefire_pipeline.generations.batches import behind, drop_chunker
-from candlefire_pipeline.generations.identity import DEFAULT_NAME, Generation, Identity, IndexLayout
+from candlefire_pipeline.generations.identity import Generation, Identity, IndexLayout
 from candlefire_pipeline.generations.registry import (
     GenerationError,
     Registry,
@@ -22,6 +21,7 @@ from candlefire_pipeline.generations.registry import (
 )
 from candlefire_pipeline.generations.sizes import store_bytes
 from candlefire_pipeline.generations.view import generation_settings, targets
+from candlefire_pipeline.operations.serving_state import ServingState, read_state
 from candlefire_pipeline.settings import EMBED_RUNTIMES, Settings
 from candlefire_pipeline.settings.env import check_choice
 
@@ -40,27 +40,24 @@ def generation_embedder(settings: Settings, generation: Generation, path: str):
     return embedder_for(generation_settings(settings, generation), path)
 
 
-def _switch(settings: Settings) -> dict:
+def _switch(settings: Settings) -> ServingState:
     try:
-        data = json.loads(settings.serving_file.read_text())
-    except (OSError, ValueError):
-        data = {}
-    return data if isinstance(data, dict) else {}
+        return read_state(settings.serving_file)
+    except ValueError as exc:  # the reader serves Chroma of the default then, and so do we
+        log.warning("%s: counted as serving the default generation", exc)
+        return ServingState()
 
 
 def serving_target(settings: Settings) -> tuple[str, str]:
     """(backend, generation) the switch serves now (Chroma of the default when unset)."""
-    data = _switch(settings)
-    return data.get("backend") or "chroma", data.get("generation") or DEFAULT_NAME
+    target = _switch(settings).target
+    return target.backend, target.generation
 
 
 def roles(settings: Settings) -> dict[str, str]:
     """generation name -> its role in serving: serving, or the rollback target."""
-    data = _switch(settings)
-    previous = data.get("previous") or {}
-    out = {previous.get("generation") or DEFAULT_NAME: ROLLBACK_TARGET}
-    out[data.get("generation") or DEFAULT_NAME] = SERVING
-    return out
+    state = _switch(settings)
+    return {state.rollback_target.generation: ROLLBACK_TARGET, state.generation: SERVING}
 
 
 def _check_default_stores(settings: Settings, default: Generation) -> None:

@@ -1,11 +1,14 @@
-"""The app-facing read path: a Retriever on the backend the serving switch names.
+"""The app-facing read path: a Retriever on the (backend, generation) the serving switch names.
 
 The app keeps a ServingReader and calls `retrieve(...)` (or `retriever()`) per request; the
 switch file is re-read when it changes (a stat per call), so a rollback takes effect on the next
-request. CANDLEFIRE_SERVING_BACKEND is the emergency lever: "chroma" forces Chroma; "pgvector" is
-refused unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
+request. A generation other than the default is read from its own target with its own settings
+and query embedder (another model needs its own query vectors). CANDLEFIRE_SERVING_BACKEND is
+the emergency lever (on the default generation): "chroma" forces Chroma; "pgvector" is refused
+unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
 `retrieve` also hands a share of requests to the shadow worker (operations/shadow.py), which
-replays them on the stores that do not serve; the answer never waits for that.
+replays them on the stores that do not serve; the answer never waits for that. Shadow reads
+compare the default generation's stores, so they are offered only while it serves.
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import astuple
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
+from candlefire_pipeline.generations.view import generation_settings
+from candlefire_pipeline.operations.generations import generation_embedder, registry
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving_state import ServingState, read_state
+from candlefire_pipeline.operations.serving_state import ServingState, Target, read_state
 from candlefire_pipeline.operations.shadow import ShadowWorker, shared_worker
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
@@ -74,6 +81,9 @@ class ServingReader:
         self._retriever: Retriever | None = None
         self.state: ServingState | None = None
         self.backend_name: str | None = None
+        self.generation: str | None = None
+        #: generation name -> its query embedder (the default's is the one given)
+        self._embedders = {DEFAULT_NAME: embedder}
         #: None: the process-wide worker, started on the first request if the rate is > 0
         self._shadow = shadow
 
@@ -88,11 +98,12 @@ class ServingReader:
     ) -> Retrieval:
         """One request on the serving backend (arguments as Retriever.retrieve's); maybe
         replayed in the shadow afterwards."""
-        retriever, served = self._current()
+        retriever, served, generation = self._current()
         started = time.perf_counter()
         answer = retriever.retrieve(query, list(entity_names), _listed(terms))
         seconds = time.perf_counter() - started
-        shadow = self.shadow
+        # the shadow replays on the default generation's stores: another one is not comparable
+        shadow = self.shadow if generation == DEFAULT_NAME else None
         if shadow is not None:  # offer() never raises and never blocks
             shadow.offer(served, query, entity_names, terms, answer, seconds)
         return answer
@@ -101,27 +112,37 @@ class ServingReader:
         """The Retriever to use for this request."""
         return self._current()[0]
 
-    def _current(self) -> tuple[Retriever, str]:
-        """The Retriever for this request and the store it reads (one switch decision)."""
+    def _current(self) -> tuple[Retriever, str, str]:
+        """The Retriever for this request, the store and generation it reads (one decision)."""
         seen = _signature(self.settings.serving_file)
         with self._switching:
             if self._retriever is None or seen != self._seen:
                 self._switch(seen)
-            return self._retriever, self.backend_name
+            return self._retriever, self.backend_name, self.generation
 
     def _switch(self, seen) -> None:
         self.state = self._read_state()
         wanted = self._choose(self.state)
-        if wanted != self.backend_name or self._retriever is None:
-            backend = self._opener(wanted, self.settings)  # open first: a failure keeps the old
+        if wanted != Target(self.backend_name, self.generation) or self._retriever is None:
+            view, embedder = self._generation(wanted.generation)
+            backend = self._opener(wanted.backend, view)  # open first: a failure keeps the old
             self._close_backend()
-            self._backend, self.backend_name = backend, wanted
-            self._retriever = Retriever(backend, self.embedder, self.settings.retrieval,
+            self._backend, self.backend_name, self.generation = backend, *astuple(wanted)
+            self._retriever = Retriever(backend, embedder, self.settings.retrieval,
                                         self.reranker, self.vector_cache)  # fmt: skip
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
-        if self.state.degraded and wanted == self.state.backend:
+        if self.state.degraded and wanted == self.state.target:
             log.warning("serving from %s", self.state.describe())
         self._seen = seen
+
+    def _generation(self, name: str):
+        """(settings, query embedder) of a generation: the reader's own for the default."""
+        if name == DEFAULT_NAME:
+            return self.settings, self.embedder
+        generation = registry(self.settings).get(name)
+        if name not in self._embedders:
+            self._embedders[name] = generation_embedder(self.settings, generation, "query")
+        return generation_settings(self.settings, generation), self._embedders[name]
 
     def _read_state(self) -> ServingState:
         try:
@@ -131,15 +152,13 @@ class ServingReader:
             log.error("%s; serving from Chroma", exc)
             return ServingState()
 
-    def _choose(self, state: ServingState) -> str:
+    def _choose(self, state: ServingState) -> Target:
         override = self.settings.serving_override
         if override is None or override == state.backend:
-            return state.backend
+            return state.target
         if override == REFERENCE:
-            log.warning(
-                "CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.backend
-            )
-            return REFERENCE
+            log.warning("CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.target)
+            return Target(REFERENCE)
         report, gates = latest_evaluation(self.settings)
         names = failed(gates)
         if report is None or names:
@@ -150,7 +169,7 @@ class ServingReader:
             )
         log.warning("CANDLEFIRE_SERVING_BACKEND=pgvector overrides the switch (report %s)",
                     report.report_id)  # fmt: skip
-        return CANDIDATE
+        return Target(CANDIDATE)
 
     def _close_backend(self) -> None:
         if self._backend is not None:
@@ -159,7 +178,7 @@ class ServingReader:
 
     def close(self) -> None:
         self._close_backend()
-        self.backend_name = None
+        self.backend_name = self.generation = None
 
     def __enter__(self) -> ServingReader:
         return self

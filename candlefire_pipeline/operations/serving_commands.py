@@ -28,6 +28,7 @@ from candlefire_pipeline.operations.serving import (
     Decision,
     Evidence,
     Outcome,
+    ServingState,
     read_state,
     transition,
 )
@@ -62,7 +63,9 @@ def history_dsn(settings: Settings) -> str | None:
 
 
 def rollback(settings: Settings, reason: str, actor: str | None = None) -> Outcome:
-    """Pin Chroma at once; works with Postgres down (the history entry is then queued)."""
+    """Back at once to the recorded previous (backend, generation), pinned (Chroma from the
+    default generation); works with Postgres down (the history entry is then queued): the
+    target is in the switch file, nothing else is read."""
     return transition(settings, ROLLBACK, reason, actor or operator(), dsn=history_dsn(settings))
 
 
@@ -98,11 +101,9 @@ def promote(
     current = read_state(settings.serving_file)
     try:
         dsn = resolve_dsn(settings)
-        _check_pgvector(settings)
+        check_pgvector(settings)
     except (BackendUnavailableError, psycopg.Error) as exc:
-        why = exc if isinstance(exc, BackendUnavailableError) else type(exc).__name__
-        message = f"pgvector is unreachable, nothing changed: {why}"
-        return Outcome(Decision(PROMOTE, current.state, current.state, REFUSED, message), current)
+        return refusal(PROMOTE, current, unreachable(exc))
     if run_new_report:
         report = _run_and_write_report(settings, embedder)
         gates = evaluate_report(settings, report)
@@ -113,7 +114,16 @@ def promote(
     )
 
 
-def _check_pgvector(settings: Settings) -> None:
+def refusal(event: str, current: ServingState, message: str) -> Outcome:
+    return Outcome(Decision(event, current.state, current.state, REFUSED, message), current)
+
+
+def unreachable(exc: Exception) -> str:
+    why = exc if isinstance(exc, BackendUnavailableError) else type(exc).__name__
+    return f"pgvector is unreachable, nothing changed: {why}"
+
+
+def check_pgvector(settings: Settings) -> None:
     with opened_backend(CANDIDATE, settings) as backend:
         backend.count()
 

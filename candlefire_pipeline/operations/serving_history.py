@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.pending_rows import (
     QueuedTable,
     QueueWrite,
@@ -43,6 +44,9 @@ HISTORY_TABLE = QueuedTable(
         "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS event text",
         "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS actor text",
         "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS entry_id text",
+        # added by index generations: NULL in older rows means the default generation
+        "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS generation text",
+        "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS previous text",
         "CREATE UNIQUE INDEX IF NOT EXISTS serving_backend_history_entry"
         " ON serving_backend_history (entry_id)",
     ),
@@ -55,6 +59,8 @@ HISTORY_TABLE = QueuedTable(
         "reason",
         "actor",
         "changed_at",
+        "generation",
+        "previous",
     ),  # fmt: skip
     key="entry_id",
 )
@@ -78,4 +84,6 @@ def history(dsn: str, limit: int = 20) -> list[dict]:
             (limit,),
         )
         names = [c.name for c in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    # a row from before generations (or a table without the column) served the default one
+    return [{**row, "generation": row.get("generation") or DEFAULT_NAME} for row in rows]

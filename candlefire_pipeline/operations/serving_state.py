@@ -1,5 +1,9 @@
 """The serving switch's data: its states, what the app reads from serving_backend.json, and the
-evidence the transition guards look at (operations/serving.py holds the table)."""
+evidence the transition guards look at (operations/serving.py holds the table).
+
+The switch points at a (backend, generation). A file from before generations has no
+`generation` (it serves the default one) and no `previous` (its rollback target is Chroma).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.parity.gate_result import GateResult
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE, SERVABLE_STORES
 
@@ -16,29 +21,71 @@ PROMOTED = "pgvector"  # promoted on a report that passed every gate
 #: still promoted, but a fresh window of evidence (a parity report, a shadow window) failed a gate
 DEGRADED = "pgvector_degraded"
 PINNED = "chroma_pinned"  # an operator (or the auto-rollback) rolled back: Chroma until `promote`
-BACKEND_OF = {INITIAL: REFERENCE, PROMOTED: CANDIDATE, DEGRADED: CANDIDATE, PINNED: REFERENCE}
+#: rolled back (by an operator or the auto-rollback) from a generation to the pgvector target it
+#: was promoted over
+PINNED_PGVECTOR = "pgvector_pinned"
+BACKEND_OF = {INITIAL: REFERENCE, PROMOTED: CANDIDATE, DEGRADED: CANDIDATE, PINNED: REFERENCE,
+              PINNED_PGVECTOR: CANDIDATE}  # fmt: skip
+PINNED_STATES = (PINNED, PINNED_PGVECTOR)
 #: Consecutive failing windows kept per source (the auto-rollback setting allows at most this).
 MAX_COUNTED_WINDOWS = 100
+
+
+@dataclass(frozen=True)
+class Target:
+    """What serves: a backend and the index generation read on it."""
+
+    backend: str = REFERENCE
+    generation: str = DEFAULT_NAME
+
+    def __str__(self) -> str:
+        return f"{self.backend}/{self.generation}"
+
+    @classmethod
+    def of(cls, data: dict | None) -> Target | None:
+        if not data:
+            return None
+        if not isinstance(data, dict) or data.get("backend") not in SERVABLE_STORES:
+            raise ValueError(f"'previous' must name a servable backend, got {data!r}")
+        return cls(data["backend"], data.get("generation") or DEFAULT_NAME)
+
+
+#: Where every rollback ends when nothing else is recorded: the default generation on Chroma.
+FLOOR = Target()
 
 
 @dataclass(frozen=True)
 class ServingState:
     state: str = INITIAL
     changed_at: str | None = None  # UTC ISO 8601 of the last change
-    report_id: str | None = None  # the report promoted on (or left, for a pin)
+    report_id: str | None = None  # the report (or comparison) promoted on (or left, for a pin)
     reason: str = "initial: candle-fire serves from Chroma"
     actor: str | None = None  # who: an operator's name, or the Dagster asset
     event: str | None = None
     #: source -> ids of its consecutive failing windows, oldest first (only while DEGRADED)
     failing: dict[str, list[str]] = field(default_factory=dict)
+    generation: str = DEFAULT_NAME  # the index generation served on `backend`
+    previous: Target | None = None  # what a rollback returns to (None: Chroma, default)
 
     @property
     def backend(self) -> str:
         return BACKEND_OF[self.state]
 
     @property
+    def target(self) -> Target:
+        return Target(self.backend, self.generation)
+
+    @property
     def pinned(self) -> bool:
-        return self.state == PINNED
+        return self.state in PINNED_STATES
+
+    @property
+    def rollback_target(self) -> Target:
+        """The default generation rolls back to Chroma, as before generations; any other one to
+        the target it was promoted from."""
+        if self.generation == DEFAULT_NAME or self.previous is None:
+            return FLOOR
+        return self.previous
 
     @property
     def degraded(self) -> bool:
@@ -47,21 +94,25 @@ class ServingState:
     def to_json(self) -> str:
         return json.dumps({"backend": self.backend, **asdict(self)}, indent=2) + "\n"
 
+    def _on(self) -> str:
+        """`pgvector`, or `pgvector/NAME` when a generation other than the default serves."""
+        return self.backend if self.generation == DEFAULT_NAME else str(self.target)
+
     def describe(self) -> str:
         if self.state == INITIAL:
             return "chroma (never promoted)"
         if self.state == PROMOTED:
-            return f"pgvector (promoted on report {self.report_id} at {self.changed_at})"
+            return f"{self._on()} (promoted on report {self.report_id} at {self.changed_at})"
         if self.state == DEGRADED:
             windows = "; ".join(
                 f"{source}: {len(ids)} in a row ({', '.join(ids[-3:])})"
                 for source, ids in sorted(self.failing.items())
             )
             return (
-                f"pgvector DEGRADED since {self.changed_at} (promoted on report "
+                f"{self._on()} DEGRADED since {self.changed_at} (promoted on report "
                 f"{self.report_id}; failing windows: {windows or 'none recorded'})"
             )
-        return f"chroma (PINNED by {self.actor} at {self.changed_at}: {self.reason})"
+        return f"{self._on()} (PINNED by {self.actor} at {self.changed_at}: {self.reason})"
 
 
 @dataclass(frozen=True)
@@ -78,13 +129,18 @@ class Window:
 @dataclass(frozen=True)
 class Evidence:
     """What the guards look at: the latest report and its gates, evaluated now; for a window
-    event, the window and the auto-rollback policy (None: off; N: pin after N in a row)."""
+    event, the window and the auto-rollback policy (None: off; N: pin after N in a row). For a
+    generation's promotion: the target asked for, whether that generation is live, and the
+    (reference, candidate) its latest comparison was made between."""
 
     report_id: str | None = None
     started_at: str | None = None
     gates: tuple[GateResult, ...] = ()
     window: Window | None = None
     rollback_after: int | None = None
+    wanted: Target | None = None
+    wanted_state: str | None = None  # the generation's registry state (live, dropped ...)
+    compared: tuple[Target, Target] | None = None
 
     @classmethod
     def of(cls, report, gates) -> Evidence:
@@ -109,8 +165,16 @@ def read_state(path: Path) -> ServingState:
     failing = data.get("failing") or {}
     if not isinstance(failing, dict) or not all(isinstance(v, list) for v in failing.values()):
         raise ValueError(f"{path}: 'failing' must map a source to a list of window ids")
+    try:
+        previous = Target.of(data.get("previous"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    generation = data.get("generation") or DEFAULT_NAME
+    if BACKEND_OF[state] == REFERENCE and generation != DEFAULT_NAME:
+        raise ValueError(f"{path}: Chroma serves the default generation only, not {generation!r}")
     fields = {k: data.get(k) for k in ServingState.__dataclass_fields__ if k in data}
-    return ServingState(**{**fields, "state": state, "failing": failing})
+    return ServingState(**{**fields, "state": state, "failing": failing,
+                           "generation": generation, "previous": previous})  # fmt: skip
 
 
 def _legacy_state(data: dict) -> str:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.serving import (
     CHANGED,
     WINDOW_FAILED,
@@ -88,8 +89,12 @@ def watch(settings: Settings, window: Window | None, actor: str, dsn: str | None
         state = read_state(settings.serving_file)
     except ValueError as exc:
         return WatchResult(window, None, f"switch unreadable, not watched: {exc}", logging.WARNING)
-    if state.backend != "pgvector":
+    if state.backend != "pgvector" or state.pinned:
         return WatchResult(window, None, f"serving {state.describe()}: not watched")
+    if state.generation != DEFAULT_NAME:
+        # both sources judge the default generation's stores; another one has its comparisons
+        return WatchResult(window, None, f"serving {state.describe()}: the windows judge the "
+                           "default generation, not watched")  # fmt: skip
     event = WINDOW_FAILED if window.failed else WINDOW_PASSED
     verdict = f"fails {', '.join(window.failed)}" if window.failed else "passes every gate"
     reason = f"{window.source} window {window.window_id} {verdict}"

@@ -83,6 +83,7 @@ def format_status(status: Status) -> str:
         lines = [f"serving backend: UNKNOWN - {status.serving_error}"]
     else:
         lines = [f"serving backend: {s.backend}", f"  state: {s.describe()}"]
+        lines.append(f"  generation: {s.generation}; a rollback returns to {s.rollback_target}")
         lines.append(
             f"  last change: {s.changed_at or 'never'} by {s.actor or '-'} "
             f"({s.event or '-'}); report: {s.report_id or '-'}; {s.reason}"

@@ -1,8 +1,8 @@
 """The packaged MiniLM on real parts: fp32 -> its int8 ONNX runtime as a new generation (built
-beside the serving one, judged on quality), and a vector -> halfvec layout generation (built
-from the cache alone, judged on overlap). SciFact abstracts are the live corpus; SciFact's own
-training claims, with their relevance judgments, are the judged set (CANDLEFIRE_QUALITY_CORPUS=
-live: relevance is judged against what the stores hold)."""
+beside the serving one, judged on quality, then promoted and rolled back), and a vector ->
+halfvec layout generation (built from the cache alone, judged on overlap). SciFact abstracts
+are the live corpus; SciFact's own training claims, with their relevance judgments, are the
+judged set (CANDLEFIRE_QUALITY_CORPUS=live: relevance is judged against what the stores hold)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,13 @@ import pytest
 from candlefire_pipeline.embedding import EmbeddingCache, embedder_for
 from candlefire_pipeline.generations.batches import embed_batch
 from candlefire_pipeline.generations.identity import IndexLayout
+from candlefire_pipeline.generations.view import reports_dir
 from candlefire_pipeline.operations.generation_compare import run_comparison
 from candlefire_pipeline.operations.generations import create_generation
+from candlefire_pipeline.operations.reader import ServingReader
+from candlefire_pipeline.operations.serving import CHANGED
+from candlefire_pipeline.operations.serving_commands import rollback
+from candlefire_pipeline.operations.serving_generation import promote_generation
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
 from candlefire_pipeline_tests.generations.deployment import (
@@ -60,6 +65,8 @@ def minilm_deployment(tmp_path, monkeypatch, pg_dsn, shared_data):
     # return papers (candle-fire's rule), about a dozen; the gate still needs some
     monkeypatch.setenv("CANDLEFIRE_PARITY_MIN_QUERIES", "5")
     monkeypatch.setenv("CANDLEFIRE_QUALITY_QUERIES", str(queries))
+    # latency is a property of this shared machine, not of the index: the widest allowed ratio
+    monkeypatch.setenv("CANDLEFIRE_PARITY_P95_RATIO", "3.0")
     settings = pipeline_env(monkeypatch, tmp_path / "data", pg_dsn, model=DEFAULT_MODEL_ID)
     drop = settings.drops_dir / "0001-scifact.jsonl"
     drop.write_text("".join(json.dumps(p) + "\n" for p in papers))
@@ -68,13 +75,14 @@ def minilm_deployment(tmp_path, monkeypatch, pg_dsn, shared_data):
     drop_tables(settings)
 
 
-def test_minilm_int8_and_halfvec_generations_are_built_and_judged(minilm_deployment):
+def test_minilm_int8_and_halfvec_generations_are_built_judged_and_int8_served(minilm_deployment):
     settings = minilm_deployment
     int8 = create_generation(settings, "int8", DEFAULT_MODEL_ID, runtime="onnx-int8")
     assert int8.identity.embedding_id == f"{DEFAULT_MODEL_ID}@onnx-int8"
     assert int8.identity.dim == 384
     build(settings, int8)
     report = run_comparison(settings, "int8")
+    report.write(reports_dir(settings, int8))  # as `candlefire generation compare` does
     assert report.kind == "quality" and "@onnx-int8" in report.why
     quality = report.quality
     assert quality["judged"] == CLAIMS
@@ -96,3 +104,23 @@ def test_minilm_int8_and_halfvec_generations_are_built_and_judged(minilm_deploym
     report = run_comparison(settings, "half")
     assert report.kind == "overlap" and report.quality is None
     assert not failing_gates(report.gates), failing_gates(report.gates)
+
+    promote_and_roll_back_int8(settings, claim=json.loads(
+        settings.generations.quality_queries.read_text().splitlines()[0])["text"])  # fmt: skip
+
+
+def promote_and_roll_back_int8(settings, claim: str) -> None:
+    """int8 serves on its comparison (still fresh: neither ledger changed since), the reader
+    embeds queries with int8, and a rollback returns to Chroma."""
+    with ServingReader(settings) as reader:
+        chroma_pmids = reader.retriever().retrieve(claim, [], []).pmids
+        outcome = promote_generation(settings, "int8", "smaller and faster", "tester")
+        assert outcome.decision.outcome == CHANGED, outcome.decision.message
+        retriever = reader.retriever()
+        assert (reader.backend_name, reader.generation) == ("pgvector", "int8")
+        assert retriever.embedder.model_id == f"{DEFAULT_MODEL_ID}@onnx-int8"
+        int8_pmids = retriever.retrieve(claim, [], []).pmids
+        assert int8_pmids and set(int8_pmids[:3]) & set(chroma_pmids[:3])
+        state = rollback(settings, "drill", "tester").state
+        assert (str(state.target), state.pinned) == ("chroma/default", True)
+        assert reader.retriever().retrieve(claim, [], []).pmids == chroma_pmids

@@ -14,6 +14,7 @@ from candlefire_pipeline.operations.serving import (
     AUTO_PROMOTE,
     CHANGED,
     PROMOTE,
+    PROMOTE_GENERATION,
     REFUSED,
     ROLLBACK,
     UNCHANGED,
@@ -28,11 +29,14 @@ from candlefire_pipeline.operations.serving_history import history, pending_entr
 from candlefire_pipeline.operations.serving_state import (
     BACKEND_OF,
     DEGRADED,
+    FLOOR,
     INITIAL,
     PINNED,
+    PINNED_PGVECTOR,
     PROMOTED,
     Evidence,
     ServingState,
+    Target,
     Window,
     read_state,
 )
@@ -43,6 +47,16 @@ PIN_TIME = "2026-01-01T12:00:00+00:00"
 PASSING = tuple(GateResult(n, True, 1.0, 1.0, "ok") for n in GATES)
 FAILING = tuple(GateResult(n, n != "p95_ratio", 1.0, 1.0, "x") for n in GATES)
 SHADOW, REPORT = "shadow_parity", "parity_report"
+NEWER, OLDER = "2026-01-02T00:00:00+00:00", "2025-12-31T00:00:00+00:00"
+GEN_A, DEFAULT_PG = Target("pgvector", "gen_a"), Target("pgvector", "default")
+
+
+def _compared(wanted: Target, started: str = NEWER, gates=PASSING, state="live", against=None):
+    """A generation's comparison: with what serves (unless `against`), for `wanted`."""
+    return lambda serving: Evidence(
+        "c-" + wanted.generation, started, gates, wanted=wanted, wanted_state=state,
+        compared=(against or serving.target, wanted),
+    )  # fmt: skip
 
 
 def _failing_window(window_id: str, rollback_after: int | None = None) -> Evidence:
@@ -62,7 +76,21 @@ EVIDENCE = {
     "the counted window again, auto-rollback after 1": _failing_window("w1", rollback_after=1),
     "passing window": Evidence(window=Window(SHADOW, "w3")),
     "passing report window": Evidence(window=Window(REPORT, "r-good")),
+    # a generation's evidence depends on what serves (the comparison's reference)
+    "gen_a compared with what serves": _compared(GEN_A),
+    "gen_a compared, older than the pin": _compared(GEN_A, OLDER),
+    "gen_a compared with another target": _compared(GEN_A, against=Target("pgvector", "x")),
+    "gen_a failing its comparison": _compared(GEN_A, gates=FAILING),
+    "gen_a dropped": _compared(GEN_A, state="dropped"),
+    "gen_a never compared": lambda _: Evidence(wanted=GEN_A, wanted_state="live"),
+    "default compared with what serves": _compared(DEFAULT_PG),
 }
+
+
+def _evidence(name: str, state: ServingState) -> Evidence:
+    found = EVIDENCE[name]
+    return found(state) if callable(found) else found
+
 
 #: States as a test sets them up; DEGRADED has one failing shadow window (w1), and
 #: "degraded, two sources" a failing report window as well.
@@ -82,7 +110,19 @@ STATES = {
         {SHADOW: ["w1"], REPORT: ["r-bad"]},
     ),  # fmt: skip
     PINNED: ServingState(PINNED, PIN_TIME, None, "set up by the test", "tester", "setup"),
-}
+    # generations: what serves, and where a rollback returns
+    "pgvector@gen_a": ServingState(PROMOTED, PIN_TIME, "r-promoted", "set up", "tester",
+                                   "setup", generation="gen_a", previous=DEFAULT_PG),
+    "pgvector@gen_b from chroma": ServingState(PROMOTED, PIN_TIME, "r-promoted", "set up",
+                                               "tester", "setup", generation="gen_b",
+                                               previous=FLOOR),
+    "degraded@gen_a": ServingState(DEGRADED, PIN_TIME, "r-promoted", "set up", "tester", "setup",
+                                   {SHADOW: ["w1"]}, "gen_a", DEFAULT_PG),
+    PINNED_PGVECTOR: ServingState(PINNED_PGVECTOR, PIN_TIME, None, "set up by the test",
+                                  "tester", "setup", previous=FLOOR),
+    "pgvector_pinned@gen_b": ServingState(PINNED_PGVECTOR, PIN_TIME, None, "set up by the test",
+                                          "tester", "setup", generation="gen_b", previous=FLOOR),
+}  # fmt: skip
 
 #: The expected table, written out by hand (not derived from serving.TRANSITIONS):
 #: (state, event, evidence) -> (outcome, state after, words the message must contain)
@@ -206,7 +246,193 @@ EXPECTED = [
         "not serving pgvector",
     ),  # fmt: skip
     (PINNED, WINDOW_PASSED, "passing window", UNCHANGED, PINNED, "not serving pgvector"),
+    (INITIAL, PROMOTE_GENERATION, "gen_a compared with what serves", CHANGED, PROMOTED, ""),
+    (
+        INITIAL,
+        PROMOTE_GENERATION,
+        "gen_a compared with another target",
+        REFUSED,
+        INITIAL,
+        "compared pgvector/gen_a with pgvector/x, but chroma/default serves",
+    ),
+    (
+        INITIAL,
+        PROMOTE_GENERATION,
+        "gen_a failing its comparison",
+        REFUSED,
+        INITIAL,
+        "report c-gen_a fails gates: p95_ratio",
+    ),
+    (
+        INITIAL,
+        PROMOTE_GENERATION,
+        "gen_a dropped",
+        REFUSED,
+        INITIAL,
+        "generation gen_a is dropped, not live",
+    ),
+    (
+        INITIAL,
+        PROMOTE_GENERATION,
+        "gen_a never compared",
+        REFUSED,
+        INITIAL,
+        "run `candlefire generation compare gen_a`",
+    ),
+    (PROMOTED, PROMOTE_GENERATION, "gen_a compared with what serves", CHANGED, PROMOTED, ""),
+    (
+        PROMOTED,
+        PROMOTE_GENERATION,
+        "default compared with what serves",
+        REFUSED,
+        PROMOTED,
+        "pgvector/default serves already",
+    ),
+    ("pgvector@gen_a", AUTO_PROMOTE, "passing, newer than the pin", UNCHANGED, PROMOTED, "already"),
+    (
+        "pgvector@gen_a",
+        PROMOTE,
+        "passing, newer than the pin",
+        REFUSED,
+        PROMOTED,
+        "--generation default` returns",
+    ),
+    ("pgvector@gen_a", ROLLBACK, "no report", CHANGED, PINNED_PGVECTOR, ""),
+    (
+        "pgvector@gen_a",
+        PROMOTE_GENERATION,
+        "default compared with what serves",
+        CHANGED,
+        PROMOTED,
+        "",
+    ),
+    (
+        "pgvector@gen_a",
+        PROMOTE_GENERATION,
+        "gen_a compared with what serves",
+        REFUSED,
+        PROMOTED,
+        "pgvector/gen_a serves already",
+    ),
+    ("pgvector@gen_b from chroma", ROLLBACK, "no report", CHANGED, PINNED, ""),
+    (PINNED, PROMOTE_GENERATION, "gen_a compared with what serves", CHANGED, PROMOTED, ""),
+    (
+        PINNED,
+        PROMOTE_GENERATION,
+        "gen_a compared, older than the pin",
+        REFUSED,
+        PINNED,
+        "not newer than the pin (2026-01-01T12:00:00+00:00): run a new comparison",
+    ),
+    (
+        PINNED_PGVECTOR,
+        AUTO_PROMOTE,
+        "passing, newer than the pin",
+        REFUSED,
+        PINNED_PGVECTOR,
+        "pinned",
+    ),
+    (PINNED_PGVECTOR, PROMOTE, "passing, newer than the pin", CHANGED, PROMOTED, ""),
+    (
+        PINNED_PGVECTOR,
+        PROMOTE,
+        "passing, older than the pin",
+        REFUSED,
+        PINNED_PGVECTOR,
+        "not newer than the pin",
+    ),
+    (PINNED_PGVECTOR, ROLLBACK, "no report", CHANGED, PINNED, ""),
+    (PINNED_PGVECTOR, PROMOTE_GENERATION, "gen_a compared with what serves", CHANGED, PROMOTED, ""),
+    (
+        PINNED_PGVECTOR,
+        PROMOTE_GENERATION,
+        "gen_a compared, older than the pin",
+        REFUSED,
+        PINNED_PGVECTOR,
+        "not newer than the pin",
+    ),
+    (
+        "pgvector_pinned@gen_b",
+        PROMOTE,
+        "passing, newer than the pin",
+        REFUSED,
+        PINNED_PGVECTOR,
+        "generation gen_b serves",
+    ),
+    ("pgvector_pinned@gen_b", ROLLBACK, "no report", CHANGED, PINNED, ""),
+    (
+        "pgvector_pinned@gen_b",
+        PROMOTE_GENERATION,
+        "gen_a compared with what serves",
+        CHANGED,
+        PROMOTED,
+        "",
+    ),
+    # generations and the windows of the states they add
+    (
+        PINNED_PGVECTOR,
+        WINDOW_FAILED,
+        "failing window, auto-rollback after 1",
+        UNCHANGED,
+        PINNED_PGVECTOR,
+        "pinned by an operator",
+    ),
+    (PINNED_PGVECTOR, WINDOW_PASSED, "passing window", UNCHANGED, PINNED_PGVECTOR, "pinned"),
+    (DEGRADED, PROMOTE_GENERATION, "gen_a compared with what serves", CHANGED, PROMOTED, ""),
+    (
+        "degraded@gen_a",
+        PROMOTE,
+        "passing, newer than the pin",
+        REFUSED,
+        DEGRADED,
+        "generation gen_a serves",
+    ),
+    ("degraded@gen_a", ROLLBACK, "no report", CHANGED, PINNED_PGVECTOR, ""),
+    # the auto-rollback returns where a rollback does: the target gen_a was promoted over
+    (
+        "degraded@gen_a",
+        WINDOW_FAILED,
+        "failing window, auto-rollback after 2",
+        CHANGED,
+        PINNED_PGVECTOR,
+        "auto-rollback after 2 failing shadow_parity windows",
+    ),
+    (
+        "pgvector@gen_a",
+        WINDOW_FAILED,
+        "failing window, auto-rollback after 1",
+        CHANGED,
+        PINNED_PGVECTOR,
+        "auto-rollback after 1",
+    ),
+    ("pgvector@gen_a", WINDOW_FAILED, "failing window", CHANGED, DEGRADED, "degraded"),
 ]
+
+#: (setup, event, evidence) -> the (backend/generation) serving after, where it is not the
+#: default generation on the state's backend
+SERVES_AFTER = {
+    (INITIAL, PROMOTE_GENERATION, "gen_a compared with what serves"): "pgvector/gen_a",
+    (PROMOTED, PROMOTE_GENERATION, "gen_a compared with what serves"): "pgvector/gen_a",
+    ("pgvector@gen_a", AUTO_PROMOTE, "passing, newer than the pin"): "pgvector/gen_a",
+    ("pgvector@gen_a", PROMOTE, "passing, newer than the pin"): "pgvector/gen_a",
+    ("pgvector@gen_a", PROMOTE_GENERATION, "gen_a compared with what serves"): "pgvector/gen_a",
+    (PINNED, PROMOTE_GENERATION, "gen_a compared with what serves"): "pgvector/gen_a",
+    (PINNED_PGVECTOR, PROMOTE_GENERATION, "gen_a compared with what serves"): "pgvector/gen_a",
+    ("pgvector_pinned@gen_b", PROMOTE, "passing, newer than the pin"): "pgvector/gen_b",
+    (
+        "pgvector_pinned@gen_b",
+        PROMOTE_GENERATION,
+        "gen_a compared with what serves",
+    ): "pgvector/gen_a",
+    (DEGRADED, PROMOTE_GENERATION, "gen_a compared with what serves"): "pgvector/gen_a",
+    ("degraded@gen_a", PROMOTE, "passing, newer than the pin"): "pgvector/gen_a",
+    ("pgvector@gen_a", WINDOW_FAILED, "failing window"): "pgvector/gen_a",
+}
+
+
+def _serves_after(state: str, event: str, evidence: str, after: str) -> str:
+    return SERVES_AFTER.get((state, event, evidence), f"{BACKEND_OF[after]}/default")
+
 
 #: what each window that changes the switch leaves in `failing` (source -> windows in a row)
 FAILING_AFTER = {
@@ -216,6 +442,7 @@ FAILING_AFTER = {
     (DEGRADED, "failing window, auto-rollback after 3"): {SHADOW: ["w1", "w2"]},
     ("degraded, two sources", "passing window"): {REPORT: ["r-bad"]},
     ("degraded, two sources", "passing report window"): {SHADOW: ["w1"]},
+    ("pgvector@gen_a", "failing window"): {SHADOW: ["w2"]},
 }
 
 
@@ -224,7 +451,8 @@ def _state(name: str) -> ServingState:
 
 
 def test_the_table_lists_every_state_and_event_and_the_test_covers_every_pair():
-    states, events = {INITIAL, PROMOTED, DEGRADED, PINNED}, set(serving.EVENTS)
+    states = {INITIAL, PROMOTED, DEGRADED, PINNED, PINNED_PGVECTOR}
+    events = set(serving.EVENTS)
     assert set(BACKEND_OF) == states
     assert set(serving.TRANSITIONS) == {(s, e) for s in states for e in events}
     assert {(STATES[s].state, e) for s, e, *_ in EXPECTED} == set(serving.TRANSITIONS)
@@ -232,7 +460,7 @@ def test_the_table_lists_every_state_and_event_and_the_test_covers_every_pair():
 
 @pytest.mark.parametrize("state, event, evidence, outcome, after, words", EXPECTED)
 def test_decide(state, event, evidence, outcome, after, words):
-    decision = decide(_state(state), event, EVIDENCE[evidence])
+    decision = decide(_state(state), event, _evidence(evidence, _state(state)))
     assert (decision.outcome, decision.target, decision.source) == (
         outcome, after, STATES[state].state,
     )  # fmt: skip
@@ -268,10 +496,12 @@ def test_transition_writes_the_switch_and_history_only_on_a_change(
         _write(settings, _state(state))
     before = settings.serving_file.read_bytes() if settings.serving_file.exists() else None
     reason = f"test {state}/{event}/{evidence}"
-    result = transition(settings, event, reason, "tester", EVIDENCE[evidence], dsn=pg_dsn)
+    proof = _evidence(evidence, _state(state))
+    result = transition(settings, event, reason, "tester", proof, dsn=pg_dsn)
     assert (result.decision.outcome, result.state.state) == (outcome, after)
     on_disk = read_state(settings.serving_file)
     assert on_disk == result.state and on_disk.backend == BACKEND_OF[after]
+    assert str(on_disk.target) == _serves_after(state, event, evidence, after)
     rows = [h for h in history(pg_dsn, limit=500) if h["reason"].endswith(reason)]
     if outcome == CHANGED:
         assert on_disk.reason.endswith(reason) and (on_disk.actor, on_disk.event) == (
@@ -280,16 +510,50 @@ def test_transition_writes_the_switch_and_history_only_on_a_change(
         if event in WINDOW_EVENTS:  # the reason says what the window did
             assert on_disk.reason == f"{result.decision.message}: {reason}"
         keeps_report = event == ROLLBACK or event in WINDOW_EVENTS
-        expected_report = _state(state).report_id if keeps_report else EVIDENCE[evidence].report_id
+        expected_report = _state(state).report_id if keeps_report else proof.report_id
         assert on_disk.report_id == expected_report
         assert on_disk.failing == FAILING_AFTER.get((state, evidence), {})
-        assert [(r["backend"], r["state"], r["event"], r["report_id"]) for r in rows] == [
-            (on_disk.backend, after, event, expected_report)
-        ]
+        previous = str(on_disk.previous) if on_disk.previous else None
+        assert [(r["backend"], r["state"], r["event"], r["report_id"], r["generation"],
+                 r["previous"]) for r in rows] == [
+            (on_disk.backend, after, event, expected_report, on_disk.target.generation, previous)
+        ]  # fmt: skip
     else:  # nothing half-written: same bytes, no history row
         now = settings.serving_file.read_bytes() if settings.serving_file.exists() else None
         assert now == before and rows == []
     assert pending_entries(settings.serving_pending_file) == []
+
+
+#: what a rollback from each target returns to, and what a rollback from there returns to
+ROLLBACK_CHAINS = [
+    (INITIAL, ["chroma/default", "chroma/default"]),
+    (PROMOTED, ["chroma/default", "chroma/default"]),
+    ("pgvector@gen_a", ["pgvector/default", "chroma/default"]),
+    ("pgvector@gen_b from chroma", ["chroma/default"]),
+    ("pgvector_pinned@gen_b", ["chroma/default"]),
+]
+
+
+@pytest.mark.parametrize("setup, chain", ROLLBACK_CHAINS)
+def test_rollbacks_step_back_to_the_recorded_target_then_to_chroma(settings, setup, chain):
+    _write(settings, STATES[setup])
+    for serves in chain:
+        state = transition(settings, ROLLBACK, "step back", "tester").state
+        assert (str(state.target), state.pinned) == (serves, True)
+
+
+def test_a_promotion_records_where_a_rollback_returns(settings):
+    proof = EVIDENCE["gen_a compared with what serves"]
+    for setup, previous in ((INITIAL, FLOOR), (PROMOTED, DEFAULT_PG),
+                            ("pgvector_pinned@gen_b", Target("pgvector", "gen_b"))):  # fmt: skip
+        _write(settings, STATES[setup])
+        state = transition(settings, PROMOTE_GENERATION, "go", "t", proof(STATES[setup])).state
+        assert (state.target, state.previous, state.rollback_target) == (GEN_A, previous, previous)
+    # the default generation always returns to Chroma, as before generations
+    _write(settings, STATES["pgvector@gen_a"])
+    back = EVIDENCE["default compared with what serves"](STATES["pgvector@gen_a"])
+    state = transition(settings, PROMOTE_GENERATION, "back", "t", back).state
+    assert (state.target, state.rollback_target) == (DEFAULT_PG, FLOOR)
 
 
 def test_a_reason_is_required(settings):
@@ -309,6 +573,10 @@ def test_a_switch_file_from_before_the_state_machine_is_read_safely(settings):
     assert read_state(settings.serving_file).state == PROMOTED
     settings.serving_file.write_text(json.dumps({"backend": "chroma"}))
     assert read_state(settings.serving_file).state == INITIAL
+    # a file from before generations serves the default one and rolls back to Chroma
+    settings.serving_file.write_text(json.dumps({**legacy, "backend": "pgvector"}))
+    state = read_state(settings.serving_file)
+    assert (state.generation, state.previous, state.rollback_target) == ("default", None, FLOOR)
 
 
 @pytest.mark.parametrize(
@@ -317,6 +585,8 @@ def test_a_switch_file_from_before_the_state_machine_is_read_safely(settings):
         ("{not json", "not valid JSON"),
         ('{"backend": "qdrant"}', "unknown serving backend"),
         ('{"backend": "chroma", "state": "pgvector"}', "does not serve"),
+        ('{"backend": "chroma", "generation": "g1"}', "Chroma serves the default generation"),
+        ('{"backend": "pgvector", "previous": {"backend": "qdrant"}}', "servable backend"),
     ],
 )
 def test_a_broken_switch_refuses_promotion_but_not_rollback(settings, content, error):

@@ -142,3 +142,19 @@ def test_rollback_without_a_reason_is_refused_before_anything_is_written(
     assert "rollback needs a reason" in capsys.readouterr().err
     assert settings.serving_file.read_bytes() == before
     assert pending_entries(settings.serving_pending_file) == []
+
+
+def test_an_entry_queued_before_generations_reads_as_the_default_generation(tmp_path, pg_dsn):
+    """A queued entry (or a row) without `generation` served the default generation."""
+    pending = tmp_path / "pending.jsonl"
+    entry_id = uuid.uuid4().hex
+    old = {"entry_id": entry_id, "backend": "pgvector", "state": PROMOTED, "event": "promote",
+           "report_id": "r-old", "reason": "from before generations", "actor": "oncall",
+           "changed_at": "2025-06-01T00:00:00+00:00"}  # fmt: skip
+    queue_entry(pending, old)
+    settings = Settings(data_dir=tmp_path / "data", drops_dir=tmp_path / "drops")
+    settings.serving_pending_file.parent.mkdir(parents=True, exist_ok=True)
+    pending.rename(settings.serving_pending_file)
+    assert sync_history(settings, pg_dsn).inserted == 1
+    [row] = _rows(pg_dsn, entry_id)
+    assert (row["backend"], row["generation"], row["previous"]) == ("pgvector", "default", None)

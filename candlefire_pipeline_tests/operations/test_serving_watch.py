@@ -23,8 +23,11 @@ from candlefire_pipeline.operations.serving_state import (
     DEGRADED,
     INITIAL,
     PINNED,
+    PINNED_PGVECTOR,
     PROMOTED,
     Evidence,
+    ServingState,
+    Target,
     read_state,
 )
 from candlefire_pipeline.operations.serving_watch import (
@@ -201,3 +204,21 @@ def test_the_watch_policy_comes_from_the_environment(monkeypatch):
     with pytest.raises(ValueError, match="CANDLEFIRE_AUTO_ROLLBACK must be true or false"):
         Settings.from_env()
     assert Settings.from_env(parity=False).watch.rollback_after is None  # rollback still works
+
+
+def test_windows_judge_the_default_generation_only(settings, pg_dsn):
+    """Both sources compare the default generation's stores: while another generation serves
+    (or a pgvector target is pinned) no window changes the switch."""
+    failing = _window(SHADOW_SOURCE, "w1", shadow_agreement="low")
+    gen_a = ServingState(PROMOTED, "2026-01-01T00:00:00+00:00", "c-1", "set up", "oncall",
+                         "promote_generation", generation="gen_a",
+                         previous=Target("pgvector", "default"))  # fmt: skip
+    settings.serving_file.parent.mkdir(parents=True, exist_ok=True)
+    settings.serving_file.write_text(gen_a.to_json())
+    result = watch(settings, failing, ACTOR, pg_dsn)
+    assert result.outcome is None and "judge the default generation" in result.message
+    assert read_state(settings.serving_file) == gen_a
+    transition(settings, ROLLBACK, "back to pgvector/default", "oncall", dsn=pg_dsn)
+    assert read_state(settings.serving_file).state == PINNED_PGVECTOR
+    assert watch(settings, failing, ACTOR, pg_dsn).outcome is None  # a pin is not watched
+    assert read_state(settings.serving_file).state == PINNED_PGVECTOR
