@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from candlefire_pipeline.redact import redact_dsn
+from candlefire_pipeline.settings.data_layout import DataLayout
 from candlefire_pipeline.settings.embedding import (
     DEFAULT_BULK_RUNTIME,
     DEFAULT_EMBED_EXECUTOR,
@@ -103,7 +104,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(DataLayout):
     data_dir: Path
     drops_dir: Path
     model_id: str = DEFAULT_MODEL_ID
@@ -181,83 +182,10 @@ class Settings:
     #: shadow reads of live traffic (CANDLEFIRE_SHADOW_*; off by default)
     shadow: ShadowSettings = field(default_factory=ShadowSettings)
 
-    @property
-    def batches_dir(self) -> Path:
-        return self.batches_dir_override or self.data_dir / "batches"
-
-    @property
-    def drop_batches_dir(self) -> Path:
-        """Where every ingested drop's papers and default chunks are, whatever the generation."""
-        return self.data_dir / "batches"
-
-    @property
-    def generations_file(self) -> Path:
-        """The registry of index generations (absent: only the implicit default one)."""
-        return self.data_dir / "generations.json"
-
-    @property
-    def generations_dir(self) -> Path:
-        """One folder per generation id: its batch files, ledger and comparison reports."""
-        return self.data_dir / "generations"
-
-    @property
-    def cache_dir(self) -> Path:
-        return self.data_dir / "cache"
-
-    @property
-    def onnx_dir(self) -> Path:
-        return self.onnx_dir_override or self.cache_dir / "onnx"
-
     def embed_runtime(self, path: str) -> str:
         """The runtime configured for the "query" or "bulk" embedding path."""
         check_choice("embedding path", path, EMBED_PATHS)
         return self.embed_runtime_query if path == "query" else self.embed_runtime_bulk
-
-    @property
-    def conformance_cache_dir(self) -> Path:
-        return self.conformance_cache_override or self.cache_dir / "conformance"
-
-    @property
-    def chroma_path(self) -> Path:
-        return self.data_dir / "chroma"
-
-    @property
-    def qdrant_path(self) -> Path:
-        return self.data_dir / "qdrant"
-
-    @property
-    def pg_data_dir(self) -> Path:
-        return self.data_dir / "pg"
-
-    @property
-    def reports_dir(self) -> Path:
-        return self.data_dir / "reports"
-
-    @property
-    def serving_file(self) -> Path:
-        return self.data_dir / "serving_backend.json"
-
-    @property
-    def drop_record_file(self) -> Path:
-        """Which drop versions were taken in (runs, register-drops); the drop sensor reads it."""
-        return self.data_dir / "ingested_drops.json"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.data_dir / "logs"
-
-    @property
-    def shadow_pending_file(self) -> Path:
-        """Shadow comparisons not yet in Postgres (JSON lines, appended by the shadow worker)."""
-        return self.data_dir / "shadow_pending.jsonl"
-
-    @property
-    def serving_pending_file(self) -> Path:
-        """Switch changes whose history row Postgres has not received yet (JSON lines)."""
-        return self.data_dir / "serving_history_pending.jsonl"
-
-    def batch_dir(self, batch_key: str) -> Path:
-        return self.batches_dir / batch_key
 
     def with_data_dir(self, data_dir: Path) -> Settings:
         """Same settings rooted elsewhere (tests, benchmarks)."""
