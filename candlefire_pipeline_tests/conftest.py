@@ -48,15 +48,9 @@ def onnx_dir(tmp_path_factory) -> Iterator[Path]:
     """
     kept = os.environ.get("CANDLEFIRE_TEST_ONNX_DIR")
     path = Path(kept) if kept else tmp_path_factory.mktemp("onnx")
-    before = os.environ.get("CANDLEFIRE_ONNX_DIR")
-    os.environ["CANDLEFIRE_ONNX_DIR"] = str(path)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # restored after the session
+        env.setenv("CANDLEFIRE_ONNX_DIR", str(path))
         yield path
-    finally:
-        if before is None:
-            os.environ.pop("CANDLEFIRE_ONNX_DIR", None)
-        else:
-            os.environ["CANDLEFIRE_ONNX_DIR"] = before
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,12 +61,6 @@ def conformance_cache(tmp_path_factory) -> Iterator[Path]:
     report of the session on equally configured stores reuses the first one's check.
     """
     path = tmp_path_factory.mktemp("conformance")
-    before = os.environ.get("CANDLEFIRE_CONFORMANCE_CACHE")
-    os.environ["CANDLEFIRE_CONFORMANCE_CACHE"] = str(path)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # restored after the session
+        env.setenv("CANDLEFIRE_CONFORMANCE_CACHE", str(path))
         yield path
-    finally:
-        if before is None:
-            os.environ.pop("CANDLEFIRE_CONFORMANCE_CACHE", None)
-        else:
-            os.environ["CANDLEFIRE_CONFORMANCE_CACHE"] = before
