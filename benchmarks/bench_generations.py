@@ -3,7 +3,7 @@ cold rebuild, the cache hit ratio, the serving generation's retrieve() p95 while
 builds vs idle (same run, queries from a separate process), and bytes per generation per store.
 
 Run: .venv/bin/python -m benchmarks.bench_generations [--size N] [--drops N] [--idle N]
-(a quick check: --size 3000 --drops 4 --idle 30)
+[--new halfvec,int8] (a quick check: --size 3000 --drops 4 --idle 30)
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def build_while_serving(settings: Settings, generation, keys, requests, idle: in
     return {**facts, "idle_s": idle_seconds, "busy_s": busy_seconds}
 
 
-def run(root: Path, dsn: str, size: int, drops: int, idle: int) -> tuple[dict, int]:
+def run(root: Path, dsn: str, size: int, drops: int, idle: int, new: list[str]) -> tuple[dict, int]:
     settings = Settings(
         data_dir=root / "data", drops_dir=root / "data" / "drops", pg_dsn=dsn,
         onnx_dir_override=Settings.from_env().onnx_dir,
@@ -88,8 +88,8 @@ def run(root: Path, dsn: str, size: int, drops: int, idle: int) -> tuple[dict, i
     keys, requests = write_drops(settings.batches_dir, size, drops)
     default = registry(settings).default
     results = {"cold": build(settings, default, keys)}
-    for name, options in NEW.items():
-        created = create_generation(settings, name, DEFAULT_MODEL_ID, actor="bench", **options)
+    for name in new:
+        created = create_generation(settings, name, DEFAULT_MODEL_ID, actor="bench", **NEW[name])
         results[name] = build_while_serving(settings, created, keys, requests, idle)
     return results, len(keys)
 
@@ -104,9 +104,11 @@ def _mb(value) -> str:
 
 def markdown(results: dict, size: int, drops: int, load: LoadMonitor) -> str:
     cold = results["cold"]
+    labels = {"halfvec": "beside it: halfvec layout (same model)",
+              "int8": "beside it: onnx-int8 runtime (another model identity)"}  # fmt: skip
+    built = [name for name in NEW if name in results]
     rows = [("cold rebuild: the serving generation (fp32, vector), empty cache and stores", cold),
-            ("beside it: halfvec layout (same model)", results["halfvec"]),
-            ("beside it: onnx-int8 runtime (another model identity)", results["int8"])]  # fmt: skip
+            *((labels[name], results[name]) for name in built)]  # fmt: skip
     lines = [
         f"{cold['chunks']:,} chunks of bench_retrieval's workload (SciFact text, ~1,000 "
         f"characters) as {drops} ingested drops; `{DEFAULT_MODEL_ID}` on ONNX Runtime; every "
@@ -123,14 +125,15 @@ def markdown(results: dict, size: int, drops: int, load: LoadMonitor) -> str:
             f"| {label} | {f['embedded']:,} | {100 * hits:.1f}% | {f['embed']:.0f} | "
             f"{f['pgvector']:.0f} | {f['chroma']:.0f} | {f['qdrant']:.0f} | {f['total']:.0f} |"
         )
-    half = results["halfvec"]
+    beside = "halfvec" if "halfvec" in results else built[0]
+    half = results[beside]
     rebuild = cold["embed"] + sum(half[s] for s in ("pgvector", "chroma", "qdrant"))
     lines += [
         "",
-        f"halfvec beside the serving generation: **{half['total']:.0f} s** vs a cold rebuild of "
-        f"the same layout **{rebuild:.0f} s** (derived: the cold embedding above + its own "
-        f"loads) = **{rebuild / half['total']:.1f}x** faster; int8's model never embedded "
-        "these texts, so it embeds them all beside or cold alike.",
+        f"{beside} beside the serving generation: **{half['total']:.0f} s** vs a cold rebuild "
+        f"of the same layout **{rebuild:.0f} s** (derived: the cold embedding above + its own "
+        f"loads) = **{rebuild / half['total']:.1f}x** faster; a new model identity (int8) has "
+        "embedded none of these texts, so it embeds them all, beside or cold alike.",
         "",
         "Serving generation (pgvector, fp32, vector): full `retrieve()` from a separate "
         "process, idle just before each build, then for as long as the build runs:",
@@ -138,12 +141,12 @@ def markdown(results: dict, size: int, drops: int, load: LoadMonitor) -> str:
         "| phase | requests | p50 ms | p95 ms |",
         "|---|---:|---:|---:|",
     ]
-    for name in NEW:
+    for name in built:
         lines.append(f"| idle (before {name}) | {_ms(results[name]['idle_s'])} |")
         lines.append(f"| while {name} builds | {_ms(results[name]['busy_s'])} |")
     lines += ["", "MB per generation per store (generations/sizes.py):", "",
               "| generation | pgvector | chroma | qdrant |", "|---|---:|---:|---:|"]  # fmt: skip
-    for name, f in (("default (serving)", cold), *((n, results[n]) for n in NEW)):
+    for name, f in (("default (serving)", cold), *((n, results[n]) for n in built)):
         sizes = [_mb(f.get(f"{store}_bytes")) for store in ("pgvector", "chroma", "qdrant")]
         lines.append(f"| {name} | " + " | ".join(sizes) + " |")
     return "\n".join([*lines, "", load.note()])
@@ -154,7 +157,11 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=62_196, help="chunks (62,196: the anchor)")
     parser.add_argument("--drops", type=int, default=20)
     parser.add_argument("--idle", type=int, default=100, help="idle requests before a build")
+    parser.add_argument("--new", default=",".join(NEW), help=f"built beside: some of {list(NEW)}")
     args = parser.parse_args()
+    new = [name for name in args.new.split(",") if name]
+    if not new or set(new) - set(NEW):
+        parser.error(f"--new: {args.new!r}; choose one or more of {list(NEW)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     root = Path(tempfile.mkdtemp(prefix="bench-generations-"))
@@ -162,7 +169,7 @@ def main() -> None:
     server = EmbeddedPostgres(root / "pg")
     try:
         with LoadMonitor(markers=[root]) as load:
-            results, drops = run(root, server.dsn, args.size, args.drops, args.idle)
+            results, drops = run(root, server.dsn, args.size, args.drops, args.idle, new)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
