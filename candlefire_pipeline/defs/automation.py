@@ -1,4 +1,5 @@
-"""Declarative automation: parity refreshes after new store partitions, gated by the checks.
+"""Declarative automation: parity reports (the default's and each generation's) refresh after
+new store partitions, gated by the checks.
 
 The conditions are evaluated by `parity_automation_sensor` (the daemon runs it under `make ui`).
 `parity_refresh_schedule` still refreshes nightly when nothing new arrived (latency drifts too).
@@ -11,13 +12,16 @@ import dagster as dg
 AC = dg.AutomationCondition
 
 
-def parity_after_new_partitions(gated: Sequence[dg.AssetsDefinition]) -> dg.AutomationCondition:
-    """parity_report: some store partition was (re)materialized since the last refresh, no
-    ingest is still running, and every blocking check on the GATED stores passed (current
-    versions, dimension, the two stores agree). A failed check there holds the refresh until a
-    later ingest fixes it; an evaluated store's failed check (Qdrant) never does: the report
-    shows that store's divergence instead."""
-    keys = [key for asset in gated for key in asset.keys]
+#: Tags a generation's `<name>/parity_report`, so the sensor below evaluates it too.
+GENERATION_REPORT_TAG = "candlefire/generation_report"
+
+
+def parity_after_new_partitions(keys: Sequence[dg.AssetKey]) -> dg.AutomationCondition:
+    """A parity report: some store partition was (re)materialized since the last refresh, no
+    ingest is still running, and every blocking check on the gated stores (`keys`) passed
+    (current versions, dimension, the two stores agree). A failed check there holds the refresh
+    until a later ingest fixes it; an evaluated store's failed check (Qdrant) never does: the
+    report shows that store's divergence instead."""
     return (
         AC.any_deps_updated().since_last_handled()
         & ~AC.any_deps_in_progress()
@@ -37,8 +41,12 @@ DECIDE_AFTER_PARITY = (
 
 parity_automation_sensor = dg.AutomationConditionSensorDefinition(
     "parity_automation_sensor",
-    target=dg.AssetSelection.groups("parity"),
+    target=dg.AssetSelection.groups("parity")
+    | dg.AssetSelection.tag(GENERATION_REPORT_TAG, "true"),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
-    description="Evaluates the parity group's automation conditions (after new store partitions).",
+    description=(
+        "Evaluates the automation conditions of the parity group and of every generation's "
+        "parity report (after new store partitions)."
+    ),
 )

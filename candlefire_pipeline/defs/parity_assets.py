@@ -68,7 +68,9 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         group_name="parity",
         kinds={"python"},
         deps=[STORE_ASSETS[name] for name in stores],
-        automation_condition=parity_after_new_partitions([STORE_ASSETS[s] for s in GATED_STORES]),
+        automation_condition=parity_after_new_partitions(
+            [key for s in GATED_STORES for key in STORE_ASSETS[s].keys]
+        ),
         description=(
             "The committed query set through the full retriever (entity, keyword and semantic "
             "search, RRF, rerank, boost) on every fed store and the exact in-memory oracle: one "

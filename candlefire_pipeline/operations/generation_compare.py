@@ -1,10 +1,12 @@
 """`candlefire generation compare NAME`: the proof a generation needs before it serves.
 
 The reference is what serves now (backend, generation); the candidate is the generation on a
-backend (pgvector by default: where a promotion goes). The full retriever runs on both over the
-committed query set (the parity harness), the candidate's ANN recall is measured against its
-own exact oracle, every fed store of the candidate is compared with its ledger, and a quality
-comparison on a judged set is made when the vectors differ (docs/GENERATIONS.md, section 5).
+backend (pgvector by default: where a promotion goes). When the candidate is what serves, the
+reference is its rollback target: that comparison is how a serving generation is watched.
+The full retriever runs on both over the committed query set (the parity harness), the
+candidate's ANN recall is measured against its own exact oracle, every fed store of the
+candidate is compared with its ledger, and a quality comparison on a judged set is made when
+the vectors differ (docs/GENERATIONS.md, section 5).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.generations.registry import GenerationError, Registry
 from candlefire_pipeline.generations.view import generation_settings, reports_dir
 from candlefire_pipeline.operations.generation_quality import compare_quality
-from candlefire_pipeline.operations.generations import registry, serving_target
+from candlefire_pipeline.operations.generations import registry, rollback_target, serving_target
 from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.parity.gates import GateResult
@@ -117,15 +119,22 @@ def _quality(settings: Settings, reference: Generation, candidate: Generation) -
 def resolve_sides(
     settings: Settings, known: Registry, name: str, backend: str | None
 ) -> tuple[tuple[str, Generation], tuple[str, Generation]]:
-    """((reference backend, generation), (candidate backend, generation))."""
-    serving_backend, serving_name = serving_target(settings)
-    reference, candidate = known.get(serving_name), known.get(name)
-    candidate_backend = backend or PROMOTION_BACKEND
+    """((reference backend, generation), (candidate backend, generation)): a candidate against
+    what serves; what serves against its rollback target (how a serving generation is watched)."""
+    reference_backend, reference_name = serving_target(settings)
+    candidate, candidate_backend = known.get(name), backend or PROMOTION_BACKEND
     if not candidate.live:
         raise GenerationError(f"generation {name!r} is {candidate.state}: nothing to compare")
-    if (candidate_backend, candidate.name) == (serving_backend, reference.name):
-        raise GenerationError(f"{candidate_backend}/{name} is what serves: nothing to compare")
-    return (serving_backend, reference), (candidate_backend, candidate)
+    if (candidate_backend, name) == (reference_backend, reference_name):
+        reference_backend, reference_name = rollback_target(settings)
+        if (candidate_backend, name) == (reference_backend, reference_name):
+            raise GenerationError(f"{candidate_backend}/{name} is what serves: nothing to compare")
+    return (reference_backend, known.get(reference_name)), (candidate_backend, candidate)
+
+
+def watches_serving(settings: Settings, report: GenerationReport) -> bool:
+    """The report compared what serves now (with its rollback target), not a candidate."""
+    return report.target("candidate") == serving_target(settings)
 
 
 def run_comparison(settings: Settings, name: str, backend: str | None = None) -> GenerationReport:
@@ -137,6 +146,8 @@ def run_comparison(settings: Settings, name: str, backend: str | None = None) ->
     started = datetime.now(UTC)
     ledger = ledger_of(settings, [reference, candidate])
     kind, why = kind_of(reference, candidate)
+    if (cand_backend, candidate.name) == serving_target(settings):
+        why = f"what serves against its rollback target ({ref_backend}/{reference.name}); {why}"
     keys = (f"{ref_backend}@{reference.name}", f"{cand_backend}@{candidate.name}")
     ref_view, cand_view = (generation_settings(settings, g) for g in (reference, candidate))
     queries = load_queries()

@@ -54,6 +54,12 @@ def serving_target(settings: Settings) -> tuple[str, str]:
     return target.backend, target.generation
 
 
+def rollback_target(settings: Settings) -> tuple[str, str]:
+    """(backend, generation) a rollback returns to now."""
+    target = _switch(settings).rollback_target
+    return target.backend, target.generation
+
+
 def roles(settings: Settings) -> dict[str, str]:
     """generation name -> its role in serving: serving, or the rollback target."""
     state = _switch(settings)

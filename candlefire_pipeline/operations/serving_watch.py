@@ -3,7 +3,10 @@ shadow window) is judged by the gates and sent to the switch as window_failed / 
 
 While pgvector serves, a failing window marks the switch DEGRADED (an error-level log line, the
 status, the UI); with CANDLEFIRE_AUTO_ROLLBACK=on, N failing windows in a row of one source pin
-Chroma. The table in operations/serving.py decides; this module only builds the event.
+the rollback target (Chroma; for another generation, the target it was promoted from). A window
+judges one generation: the default's by the parity report and the shadow reads, another's by its
+own comparison with its rollback target (`<name>/parity_report`). The table in
+operations/serving.py decides; this module only builds the event.
 """
 
 from __future__ import annotations
@@ -80,9 +83,12 @@ def shadow_window_verdict(settings: Settings, window: ShadowWindow) -> Window | 
     return judge(SHADOW_SOURCE, window.window_id, [agreement(pair, where, settings.parity)])
 
 
-def watch(settings: Settings, window: Window | None, actor: str, dsn: str | None) -> WatchResult:
-    """Send one window to the switch if pgvector serves; never raises for an unreadable switch
-    (the reader serves Chroma then, so there is nothing to watch)."""
+def watch(
+    settings: Settings, window: Window | None, actor: str, dsn: str | None,
+    judged: str = DEFAULT_NAME,
+) -> WatchResult:  # fmt: skip
+    """Send one window to the switch if pgvector serves the generation it `judged`; never
+    raises for an unreadable switch (the reader serves Chroma then: nothing to watch)."""
     if window is None:
         return WatchResult(None, None, "no conclusive window: nothing sent to the switch")
     try:
@@ -91,10 +97,10 @@ def watch(settings: Settings, window: Window | None, actor: str, dsn: str | None
         return WatchResult(window, None, f"switch unreadable, not watched: {exc}", logging.WARNING)
     if state.backend != "pgvector" or state.pinned:
         return WatchResult(window, None, f"serving {state.describe()}: not watched")
-    if state.generation != DEFAULT_NAME:
-        # both sources judge the default generation's stores; another one has its comparisons
-        return WatchResult(window, None, f"serving {state.describe()}: the windows judge the "
-                           "default generation, not watched")  # fmt: skip
+    if state.generation != judged:
+        # a window judges one generation's stores; what serves is watched by its own windows
+        return WatchResult(window, None, f"serving {state.describe()}: this window judges "
+                           f"generation {judged}, not watched")  # fmt: skip
     event = WINDOW_FAILED if window.failed else WINDOW_PASSED
     verdict = f"fails {', '.join(window.failed)}" if window.failed else "passes every gate"
     reason = f"{window.source} window {window.window_id} {verdict}"

@@ -59,6 +59,11 @@ def test_each_generation_has_its_own_assets_checks_and_build_job(located):
     assert ("dim32/qdrant_chunks", "qdrant_holds_current_versions", True) in specs
     assert ("dim32/chroma_chunks", "chroma_agrees_with_pgvector", True) in specs
     assert ("dim32/parity_report", "rankings_hold", True) in specs
+    # its report refreshes after new partitions, evaluated by the same sensor as the default's
+    report = dg.AssetKey(["dim32", "parity_report"])
+    assert graph.get(report).automation_condition is not None
+    sensor = defs.resolve_sensor_def("parity_automation_sensor")
+    assert report in sensor.asset_selection.resolve(graph)
     ingest = defs.resolve_job_def("ingest_job").asset_layer.asset_graph.get_all_asset_keys()
     ingest = {k.to_user_string() for k in ingest}
     assert {f"dim32/{name}" for name in FEED} <= ingest and "dim32/parity_report" not in ingest

@@ -7,19 +7,27 @@ from __future__ import annotations
 from dataclasses import replace
 
 import dagster as dg
+import psycopg
 import pytest
 
 from candlefire_pipeline.backends.chroma.backend import ChromaBackend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.cli import main as candlefire
+from candlefire_pipeline.defs.generation_parity import (
+    generation_gate_checks,
+    generation_parity_report,
+)
+from candlefire_pipeline.defs.resources import build_resources
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.generations.identity import IndexLayout
 from candlefire_pipeline.generations.registry import stored_registry
 from candlefire_pipeline.generations.view import generation_settings
+from candlefire_pipeline.operations.generation_compare import run_comparison
 from candlefire_pipeline.operations.generation_gc import apply_gc, plan_gc
 from candlefire_pipeline.operations.generations import create_generation
 from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.operations.serving import (
+    DEGRADED,
     PINNED,
     PINNED_PGVECTOR,
     PROMOTED,
@@ -199,3 +207,49 @@ def test_gc_never_drops_what_serves_or_the_rollback_target(deployment, capsys, m
     code, _, err = promote(capsys, "dim48")
     assert code == 1 and "generation dim48 is dropped, not live" in err
     assert stored_registry(settings).get("half").live
+
+
+def _watched_report(settings: Settings, generation, instance) -> dict:
+    """`<name>/parity_report` (+ its blocking checks) as the automation sensor runs it."""
+    result = dg.materialize(
+        [generation_parity_report(generation, settings.stores),
+         *generation_gate_checks(generation)],
+        instance=instance, resources=build_resources(Settings.from_env()), raise_on_error=False,
+    )  # fmt: skip
+    [event] = result.get_asset_materialization_events()
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_a_serving_generation_is_watched_against_its_rollback_target(deployment, tmp_path, capsys):
+    settings = deployment
+    half = built(settings, "half", layout=IndexLayout("halfvec"))
+    compare(capsys, "half")
+    assert promote(capsys, "half")[0] == 0
+    assert serving(settings) == (PROMOTED, Target("pgvector", "half"), CHROMA)
+    report = run_comparison(settings, "half")  # what serves: judged against its rollback target
+    sides = (report.target("reference"), report.target("candidate"))
+    assert sides == (("chroma", "default"), ("pgvector", "half"))
+    assert report.why.startswith("what serves against its rollback target (chroma/default)")
+
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        meta = _watched_report(settings, half, instance)
+        assert "pgvector/half" in meta["serving_watch"] and "healthy" in meta["serving_watch"]
+        assert read_state(settings.serving_file).state == PROMOTED
+
+        # rows vanish from the serving table behind the ledger's back: the next report degrades
+        table = generation_settings(settings, half).pg_table
+        with psycopg.connect(settings.pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} LIMIT 3)")
+        meta = _watched_report(settings, half, instance)
+        assert "SERVING DEGRADED" in meta["serving_watch"], meta["serving_watch"]
+        assert "stores_hold_current_versions" in meta["failed_gates"]
+        state = read_state(settings.serving_file)
+        assert (state.state, state.target) == (DEGRADED, Target("pgvector", "half"))
+
+        assert command(capsys, "rollback", "--reason", "half lost rows")[0] == 0
+        assert serving(settings)[:2] == (PINNED, CHROMA)
+        # half is a candidate again: its next report judges a promotion, the pin holds
+        meta = _watched_report(settings, half, instance)
+        assert "a candidate's comparison" in meta["serving_watch"]
+        assert serving(settings)[:2] == (PINNED, CHROMA)

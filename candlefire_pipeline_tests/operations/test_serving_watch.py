@@ -206,9 +206,9 @@ def test_the_watch_policy_comes_from_the_environment(monkeypatch):
     assert Settings.from_env(parity=False).watch.rollback_after is None  # rollback still works
 
 
-def test_windows_judge_the_default_generation_only(settings, pg_dsn):
-    """Both sources compare the default generation's stores: while another generation serves
-    (or a pgvector target is pinned) no window changes the switch."""
+def test_a_window_changes_the_switch_only_for_the_generation_it_judged(settings, pg_dsn):
+    """The parity report and the shadow reads judge the default generation: while another one
+    serves, only that generation's own comparisons are watched; a pin is never watched."""
     failing = _window(SHADOW_SOURCE, "w1", shadow_agreement="low")
     gen_a = ServingState(PROMOTED, "2026-01-01T00:00:00+00:00", "c-1", "set up", "oncall",
                          "promote_generation", generation="gen_a",
@@ -216,9 +216,17 @@ def test_windows_judge_the_default_generation_only(settings, pg_dsn):
     settings.serving_file.parent.mkdir(parents=True, exist_ok=True)
     settings.serving_file.write_text(gen_a.to_json())
     result = watch(settings, failing, ACTOR, pg_dsn)
-    assert result.outcome is None and "judge the default generation" in result.message
+    assert result.outcome is None and "judges generation default" in result.message
     assert read_state(settings.serving_file) == gen_a
+    own = _window(REPORT_SOURCE, "c-2", ann_recall="0.80 < 0.95")
+    assert watch(settings, own, "dagster:gen_b/parity_report", pg_dsn, "gen_b").outcome is None
+    result = watch(settings, own, "dagster:gen_a/parity_report", pg_dsn, "gen_a")
+    degraded = read_state(settings.serving_file)
+    assert result.outcome is not None and "SERVING DEGRADED" in result.message
+    assert (degraded.state, degraded.target) == (DEGRADED, Target("pgvector", "gen_a"))
+    assert degraded.failing == {REPORT_SOURCE: ["c-2"]}
     transition(settings, ROLLBACK, "back to pgvector/default", "oncall", dsn=pg_dsn)
+    assert read_state(settings.serving_file).target == Target("pgvector", "default")
     assert read_state(settings.serving_file).state == PINNED_PGVECTOR
     assert watch(settings, failing, ACTOR, pg_dsn).outcome is None  # a pin is not watched
     assert read_state(settings.serving_file).state == PINNED_PGVECTOR
