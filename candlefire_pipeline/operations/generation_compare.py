@@ -26,7 +26,11 @@ from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.generations.registry import GenerationError, Registry
 from candlefire_pipeline.generations.view import generation_settings, reports_dir
 from candlefire_pipeline.operations.generation_quality import compare_quality
-from candlefire_pipeline.operations.generations import registry, rollback_target, serving_target
+from candlefire_pipeline.operations.generations import (
+    registry,
+    serving_and_rollback,
+    serving_target,
+)
 from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.parity.gates import GateResult
@@ -118,18 +122,18 @@ def _quality(settings: Settings, reference: Generation, candidate: Generation) -
 
 def resolve_sides(
     settings: Settings, known: Registry, name: str, backend: str | None
-) -> tuple[tuple[str, Generation], tuple[str, Generation]]:
-    """((reference backend, generation), (candidate backend, generation)): a candidate against
-    what serves; what serves against its rollback target (how a serving generation is watched)."""
-    reference_backend, reference_name = serving_target(settings)
-    candidate, candidate_backend = known.get(name), backend or PROMOTION_BACKEND
+) -> tuple[tuple[str, Generation], tuple[str, Generation], bool]:
+    """((reference backend, generation), (candidate backend, generation), watching): a candidate
+    against what serves; or, watching, what serves against its rollback target."""
+    serving, rollback = serving_and_rollback(settings)
+    candidate, side = known.get(name), (backend or PROMOTION_BACKEND, name)
     if not candidate.live:
         raise GenerationError(f"generation {name!r} is {candidate.state}: nothing to compare")
-    if (candidate_backend, name) == (reference_backend, reference_name):
-        reference_backend, reference_name = rollback_target(settings)
-        if (candidate_backend, name) == (reference_backend, reference_name):
-            raise GenerationError(f"{candidate_backend}/{name} is what serves: nothing to compare")
-    return (reference_backend, known.get(reference_name)), (candidate_backend, candidate)
+    watching = side == serving
+    reference = rollback if watching else serving
+    if side == reference:
+        raise GenerationError(f"{side[0]}/{name} is what serves: nothing to compare")
+    return (reference[0], known.get(reference[1])), (side[0], candidate), watching
 
 
 def watches_serving(settings: Settings, report: GenerationReport) -> bool:
@@ -140,13 +144,13 @@ def watches_serving(settings: Settings, report: GenerationReport) -> bool:
 def run_comparison(settings: Settings, name: str, backend: str | None = None) -> GenerationReport:
     """Compare generation `name` with what serves now; the report is judged, not written."""
     known = registry(settings)
-    (ref_backend, reference), (cand_backend, candidate) = resolve_sides(
+    (ref_backend, reference), (cand_backend, candidate), watching = resolve_sides(
         settings, known, name, backend
     )
     started = datetime.now(UTC)
     ledger = ledger_of(settings, [reference, candidate])
     kind, why = kind_of(reference, candidate)
-    if (cand_backend, candidate.name) == serving_target(settings):
+    if watching:
         why = f"what serves against its rollback target ({ref_backend}/{reference.name}); {why}"
     keys = (f"{ref_backend}@{reference.name}", f"{cand_backend}@{candidate.name}")
     ref_view, cand_view = (generation_settings(settings, g) for g in (reference, candidate))

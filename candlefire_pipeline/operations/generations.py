@@ -54,10 +54,11 @@ def serving_target(settings: Settings) -> tuple[str, str]:
     return target.backend, target.generation
 
 
-def rollback_target(settings: Settings) -> tuple[str, str]:
-    """(backend, generation) a rollback returns to now."""
-    target = _switch(settings).rollback_target
-    return target.backend, target.generation
+def serving_and_rollback(settings: Settings) -> tuple[tuple[str, str], tuple[str, str]]:
+    """(backend, generation) that serves now and the one a rollback returns to, in one read."""
+    state = _switch(settings)
+    serving, back = state.target, state.rollback_target
+    return (serving.backend, serving.generation), (back.backend, back.generation)
 
 
 def roles(settings: Settings) -> dict[str, str]:
