@@ -252,3 +252,25 @@ def test_stage_hint_is_checked_and_keeps_the_answer(backend):
         assert [ids(h) for h in hinted] == [ids(p) for p in plain]
     with pytest.raises(ValueError, match="stage must be one of"):
         backend.semantic_candidates(vectors[:1], 4, stage="keyword")
+
+
+def test_a_long_pmids_filter_answers_like_the_stored_pmids_alone(backend):
+    """40,000 pmids, more than SQLite binds in one statement (Chroma's metadata store refuses
+    over 32,766), and spread so the stored ones sort into different pages of the list."""
+    vectors = unit_vectors(6, DIM, seed=6)
+    docs = ["KEY here", "KEY too", "none", "KEY also", "KEY again", "no"]
+    backend.replace_papers(
+        make_rows([chunk(str(i), document=d) for i, d in enumerate(docs)], vectors)
+    )
+    stored = ("1", "3", "4")
+    short, long = Filter(pmids=stored), Filter(pmids=(*map(str, range(100, 40_100)), *stored))
+    assert ids(backend.fetch(long)) == ids(backend.fetch(short)) == ["1", "3", "4"]
+    for n in (1, 2, 5):
+        assert [ids(h) for h in backend.semantic_candidates(vectors[[0, 5]], n, long)] == [
+            ids(h) for h in backend.semantic_candidates(vectors[[0, 5]], n, short)
+        ]
+        assert [ids(h) for h in backend.substring_candidates(["KEY"], vectors[[2]], n, long)] == [
+            ids(h) for h in backend.substring_candidates(["KEY"], vectors[[2]], n, short)
+        ]
+    assert backend.contains(["KEY"], long)
+    assert not backend.contains(["none"], long)

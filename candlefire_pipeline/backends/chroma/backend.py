@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
+from candlefire_pipeline.backends.chroma.filters import chroma_where_document, chroma_wheres
 from candlefire_pipeline.backends.chroma.space import check_cosine
 
 log = logging.getLogger(__name__)
@@ -39,29 +40,6 @@ META_KEYS = (
 )  # fmt: skip
 #: Page size for full-collection reads (inventory, fetch).
 PAGE = 5_000
-
-
-def chroma_where(where: Filter) -> dict | None:
-    """A Chroma `where` document for a Filter (None when nothing filters)."""
-    clauses: list[dict] = []
-    if where.pmids is not None:
-        clauses.append({"pmid": {"$in": list(where.pmids)}})
-    if where.abstract_only:
-        clauses.append({"chunk_index": {"$eq": 0}})
-    if where.min_year is not None:
-        clauses.append({"year": {"$gte": int(where.min_year)}})
-    if where.max_year is not None:
-        clauses.append({"year": {"$lte": int(where.max_year)}})
-    if where.has_full_text is not None:
-        clauses.append({"has_full_text": {"$eq": bool(where.has_full_text)}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-def chroma_where_document(variants: list[str]) -> dict:
-    contains = [{"$contains": v} for v in variants]
-    return contains[0] if len(contains) == 1 else {"$or": contains}
 
 
 def scalar_metadata(rows: pa.Table) -> list[dict[str, Any]]:
@@ -183,11 +161,11 @@ class ChromaBackend:
         return len(ids)
 
     def _ids_of(self, pmids: list[str]) -> list[str]:
-        ids: list[str] = []
-        for start in range(0, len(pmids), PAGE):
-            where = {"pmid": {"$in": pmids[start : start + PAGE]}}
-            ids.extend(self._collection.get(where=where, include=[])["ids"])
-        return ids
+        return [
+            i
+            for where in self._pmid_wheres(pmids)
+            for i in self._collection.get(where=where, include=[])["ids"]
+        ]
 
     def _delete_ids(self, ids: list[str]) -> None:
         size = self._client.get_max_batch_size()
@@ -227,11 +205,8 @@ class ChromaBackend:
         return common.group_chunks(rows)
 
     def _pmid_wheres(self, pmids: Sequence[str] | None) -> list[dict | None]:
-        """Where-documents covering these pmids in pages of PAGE (one None: everything)."""
-        if pmids is None:
-            return [None]
-        wanted = sorted(set(pmids))
-        return [{"pmid": {"$in": wanted[i : i + PAGE]}} for i in range(0, len(wanted), PAGE)]
+        """Where-documents covering these pmids, paged (one None: everything)."""
+        return chroma_wheres(Filter(pmids=None if pmids is None else tuple(pmids)))
 
     def chunk_hashes(self) -> dict[str, str]:
         return {
@@ -256,13 +231,17 @@ class ChromaBackend:
         queries = common.query_matrix(vectors, self._known_model())
         if not len(queries) or common.matches_nothing(where) or self.count() == 0:
             return [[] for _ in range(len(queries))]
-        result = self._collection.query(
-            query_embeddings=queries,
-            n_results=n,
-            where=chroma_where(where),
-            include=["documents", "metadatas", "distances"],
-        )
-        return [_hits(result, q) for q in range(len(queries))]
+        # a long pmids filter is queried page by page; each page's top n, merged, is the top n
+        results = [
+            self._collection.query(
+                query_embeddings=queries,
+                n_results=n,
+                where=page,
+                include=["documents", "metadatas", "distances"],
+            )
+            for page in chroma_wheres(where)
+        ]
+        return [_merged_hits(results, q, n) for q in range(len(queries))]
 
     def substring_candidates(
         self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
@@ -275,16 +254,21 @@ class ChromaBackend:
         if common.matches_nothing(where) or self.count() == 0:
             return [[] for _ in variants]
         # one where_document per request: a query per variant, as candle-fire does
+        pages = chroma_wheres(where)
         return [
-            _hits(
-                self._collection.query(
-                    query_embeddings=query[None, :],
-                    n_results=n,
-                    where=chroma_where(where),
-                    where_document=chroma_where_document([variant]),
-                    include=["documents", "metadatas", "distances"],
-                ),
+            _merged_hits(
+                [
+                    self._collection.query(
+                        query_embeddings=query[None, :],
+                        n_results=n,
+                        where=page,
+                        where_document=chroma_where_document([variant]),
+                        include=["documents", "metadatas", "distances"],
+                    )
+                    for page in pages
+                ],
                 0,
+                n,
             )
             for variant, query in zip(variants, queries, strict=True)
         ]
@@ -294,13 +278,15 @@ class ChromaBackend:
         variants = common.clean_variants(variants)
         if not variants or common.matches_nothing(where):
             return False
-        found = self._collection.get(
-            where=chroma_where(where),
-            where_document=chroma_where_document(variants),
-            limit=1,
-            include=[],
+        return any(
+            self._collection.get(
+                where=page,
+                where_document=chroma_where_document(variants),
+                limit=1,
+                include=[],
+            )["ids"]
+            for page in chroma_wheres(where)
         )
-        return bool(found["ids"])
 
     def fetch(self, where: Filter) -> list[ResultRow]:
         where = common.check_filter(where)
@@ -308,13 +294,21 @@ class ChromaBackend:
             return []
         rows = [
             common.result_row(i, d, m, None)
-            for p in self._pages(chroma_where(where), documents=True)
+            for page in chroma_wheres(where)
+            for p in self._pages(page, documents=True)
             for i, d, m in zip(p["ids"], p["documents"], p["metadatas"], strict=True)
         ]
         return common.sort_fetched(rows)
 
     def close(self) -> None:
         self._client.close()
+
+
+def _merged_hits(results: list[dict], q: int, n: int) -> list[ResultRow]:
+    """Query q's best n over the answers of every pmids page."""
+    if len(results) == 1:
+        return _hits(results[0], q)
+    return common.sort_hits([row for result in results for row in _hits(result, q)])[:n]
 
 
 def _hits(result: dict, q: int) -> list[ResultRow]:
