@@ -115,8 +115,10 @@ def render(results: list[dict], args) -> str:
         *report.build_table(results),
         "",
         *report.query_table(results),
+        *report.stage_table(results),
         *report.effort_table(results),
         *report.goals(results),
+        *report.bounds(results),
         *report.chroma_lines(results),
         "",
         f"![cost curve](scale.png) (`docs/{PLOT.name}`: each metric against corpus size, log"
