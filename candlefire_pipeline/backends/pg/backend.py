@@ -257,11 +257,26 @@ class PgVectorBackend:
             exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
             if not exact:
                 self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
-            query, params = pg_sql.semantic_query(
-                self.names, where, list(queries), n, self.layout, stored[1], candidates, exact
-            )
-            rows = self.conn.execute(query, params).fetchall()
-        for row in rows:
+            out = self._nearest(queries, n, where, stored[1], candidates, exact)
+            # A graph walk ends after hnsw.max_scan_tuples: under a selective filter it can stop
+            # with fewer than n matches while more exist (30 of 60 at 0.15% of 250k chunks,
+            # bench_filters). Those queries are asked exactly, so a list is short only when
+            # fewer rows match.
+            short = [i for i, hits in enumerate(out) if len(hits) < n]
+            if short and not exact:
+                again = self._nearest(queries[short], n, where, stored[1], candidates, True)
+                for i, hits in zip(short, again, strict=True):
+                    out[i] = hits
+        return out
+
+    def _nearest(
+        self, queries: np.ndarray, n: int, where: Filter, dim: int, candidates: int, exact: bool
+    ) -> list[list[ResultRow]]:
+        query, params = pg_sql.semantic_query(
+            self.names, where, list(queries), n, self.layout, dim, candidates, exact
+        )
+        out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
+        for row in self.conn.execute(query, params).fetchall():
             out[row[0] - 1].append(_result(row[1:]))
         return out
 
