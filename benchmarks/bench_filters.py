@@ -119,7 +119,11 @@ def markdown(size, cases, results, plans, note) -> str:
         f" claims as query vectors, `semantic_candidates(n={fc.LIMIT}, where=...)` (the semantic"
         " stage's 2n); recall of the chunk ids against the exact oracle with the same filter."
         " years = a contiguous year range (with has_full_text=false where years alone cannot be"
-        " that selective); pmids = whole papers drawn at random.",
+        " that selective); pmids = whole papers drawn at random. pgvector asks a query again"
+        " exactly when its walk ends (hnsw.max_scan_tuples) with fewer than n rows, so its rows"
+        " returned reach the LIMIT; such a cell's latency is the walk plus the exact ask (with"
+        " iterative scan `off`, most selective cases are answered that way). Chroma asks a long"
+        " pmids list in pages of 5,000 (SQLite binds at most 32,766 variables per statement).",
         "",
         "| case | filter | selectivity (measured) | chunks matching | rows expected |"
         " pgvector plan (product settings) |",

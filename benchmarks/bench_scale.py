@@ -26,7 +26,14 @@ from benchmarks import scale_report as report
 from benchmarks.helpers import BENCHMARKS_MD, LoadMonitor, write_section
 from benchmarks.retrieval_data import bench_dir
 from benchmarks.retrieval_stores import embedded_postgres
-from benchmarks.scale_pg import ServerMemory, build_ann, load_table, open_layout, table_name
+from benchmarks.scale_pg import (
+    LAYOUTS,
+    ServerMemory,
+    build_ann,
+    load_table,
+    open_layout,
+    table_name,
+)
 from benchmarks.scale_queries import measure, oracle_answers
 from benchmarks.scale_stores import load_chroma, open_chroma
 from candlefire_pipeline.embedding import embedder_for
@@ -51,6 +58,9 @@ def measure_size(dsn: str, embedder, size: int, args) -> dict:
         corpus, base = load_table(dsn, embedder, size, memory)
         requests = corpus.requests(args.requests)
         result: dict = {"size": size, "build": asdict(base), "layouts": {}, "efforts": []}
+        product = LAYOUTS["vector"]
+        result["ann"] = {"ef_search": product.ef_search,
+                         "ef_search_entities": product.ef_search_entities}  # fmt: skip
         oracle = None
         for layout in BUILD_ORDER:
             ann = build_ann(dsn, size, layout, memory)
@@ -108,9 +118,9 @@ def render(results: list[dict], args) -> str:
         " 2 parallel workers) built on the same table; server peak = PSS of every Postgres"
         f" process. Queries: {first['layouts']['vector']['query']['requests']} full `retrieve()`"
         " requests (SciFact claim + 12 entity names + 3 codes; real ONNX query embedding, the"
-        " query-vector cache on as shipped; 3 warm-up), product efforts (ef_search semantic"
-        " 200 / entities as configured); recall@15 against the exact oracle (numpy cosine over"
-        " the same vectors, rows from the store).",
+        " query-vector cache on as shipped; 3 warm-up), the product's efforts of the run"
+        f" ({report.efforts_text(results)}); recall@15 against the exact oracle (numpy cosine"
+        " over the same vectors, rows from the store).",
         "",
         *report.build_table(results),
         "",

@@ -18,6 +18,18 @@ RECALL_GOAL = 0.99
 BUILD_EXPONENT_GOAL = 1.0
 
 
+def efforts_text(results: list[dict]) -> str:
+    """The hnsw.ef_search pair each size ran with (sizes may come from runs of other defaults)."""
+    pairs = {}
+    for r in results:
+        ann = r["ann"]
+        pairs.setdefault(f"{ann['ef_search']} / {ann['ef_search_entities']}", []).append(r["size"])
+    return "; ".join(
+        f"ef_search semantic / entities {pair} at {', '.join(f'{s:,}' for s in sizes)} chunks"
+        for pair, sizes in pairs.items()
+    )
+
+
 def build_seconds(result: dict, layout: str) -> float:
     """Load + every index of a first build with this layout's ANN index."""
     base = sum(result["build"]["seconds"].values())
