@@ -45,7 +45,7 @@ class AnnParams:
     quantization: str = "none"
     rerank_factor: int = 10
     ef_search: int = 200
-    ef_search_entities: int = 40
+    ef_search_entities: int = 200
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20_000
     full_scan_rows: int = 5_000
