@@ -20,10 +20,11 @@ BUILD_EXPONENT_GOAL = 1.0
 
 def efforts_text(results: list[dict]) -> str:
     """The hnsw.ef_search pair each size ran with (sizes may come from runs of other defaults)."""
-    pairs = {}
+    pairs: dict[str, list[int]] = {}
     for r in results:
-        ann = r["ann"]
-        pairs.setdefault(f"{ann['ef_search']} / {ann['ef_search_entities']}", []).append(r["size"])
+        ann = r.get("ann")  # results saved before the efforts were recorded
+        pair = f"{ann['ef_search']} / {ann['ef_search_entities']}" if ann else "not recorded"
+        pairs.setdefault(pair, []).append(r["size"])
     return "; ".join(
         f"ef_search semantic / entities {pair} at {', '.join(f'{s:,}' for s in sizes)} chunks"
         for pair, sizes in pairs.items()
@@ -88,6 +89,11 @@ def query_table(results: list[dict]) -> list[str]:
     return lines
 
 
+def _rest_p50(query: dict) -> float:
+    """Store p50 minus the timed stages' p50: grounding, RRF and boost."""
+    return query["store_p50"] - sum(query["stage_p50"][s] for s in STAGES)
+
+
 def stage_table(results: list[dict]) -> list[str]:
     """Where the store time goes at each size (p50 per stage, vector layout)."""
     lines = [
@@ -101,7 +107,7 @@ def stage_table(results: list[dict]) -> list[str]:
     for r in results:
         q = r["layouts"]["vector"]["query"]
         stages = [q["stage_p50"][s] for s in STAGES]
-        cells = " | ".join(f"{v * 1e3:.1f}" for v in (*stages, q["store_p50"] - sum(stages)))
+        cells = " | ".join(f"{v * 1e3:.1f}" for v in (*stages, _rest_p50(q)))
         lines.append(f"| {r['size']:,} | {cells} | {q['store_p50'] * 1e3:.1f} |")
     return lines
 
@@ -112,9 +118,8 @@ def bounds(results: list[dict]) -> list[str]:
         return []
     sizes = [results[0]["size"], results[-1]["size"]]
     queries = [r["layouts"]["vector"]["query"] for r in (results[0], results[-1])]
-    rest = [q["store_p50"] - sum(q["stage_p50"][s] for s in STAGES) for q in queries]
     growth = {s: exponent(sizes, [q["stage_p50"][s] for q in queries]) for s in STAGES}
-    growth["grounding + RRF + boost"] = exponent(sizes, rest)
+    growth["grounding + RRF + boost"] = exponent(sizes, [_rest_p50(q) for q in queries])
     shown = ", ".join(f"{name} size^{b:.2f}" for name, b in growth.items())
     return [
         "",

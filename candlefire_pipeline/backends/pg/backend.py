@@ -262,8 +262,8 @@ class PgVectorBackend:
             # with fewer than n matches while more exist (30 of 60 at 0.15% of 250k chunks,
             # bench_filters). Those queries are asked exactly, so a list is short only when
             # fewer rows match.
-            short = [i for i, hits in enumerate(out) if len(hits) < n]
-            if short and not exact:
+            short = [] if exact else [i for i, hits in enumerate(out) if len(hits) < n]
+            if short:
                 again = self._nearest(queries[short], n, where, stored[1], candidates, True)
                 for i, hits in zip(short, again, strict=True):
                     out[i] = hits
