@@ -27,8 +27,10 @@ _DONE = object()
 #: Bounds of the index builds' maintenance_work_mem. An HNSW graph that does not fit is built
 #: on disk, far slower; but a parallel build allocates all of it as shared memory up front
 #: (measured: 1GB cost ~2 s more than 256MB on a 15k-row build), so it is sized to the graph.
+#: The cap admits 1M chunks at 384 dims (a ~2.1 GB vector graph): past it the rest of the rows
+#: are inserted on disk one by one, which turns a minutes-long build into hours.
 BUILD_MEMORY_MIN_MB = 64
-BUILD_MEMORY_MAX_MB = 1024
+BUILD_MEMORY_MAX_MB = 4096
 #: In-memory HNSW graph bytes per row besides the vector: 2m neighbour slots of 16 bytes on
 #: layer 0, upper layers, the element header (pgvector hnswbuild; measured index 121 MB at 62k).
 GRAPH_ROW_OVERHEAD = 700

@@ -112,7 +112,9 @@ def test_first_build_leaves_the_primary_key_enforcing(make_backend):
         (62_196, 384, "halfvec", 256),
         (62_196, 384, "bit", 128),
         (62_196, 768, "vector", 512),
-        (36_000_000, 384, "vector", 1024),  # capped: a build this big spills to disk
+        (1_000_000, 384, "vector", 4096),  # the 1M-chunk cost curve: a 2.1 GB graph
+        (1_000_000, 384, "bit", 2048),
+        (36_000_000, 384, "vector", 4096),  # capped: a build this big spills to disk
     ],
 )
 def test_build_memory_is_sized_to_the_graph(rows, dim, indexed, expected):
