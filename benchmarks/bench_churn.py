@@ -1,7 +1,7 @@
 """Churn soak: months of update drops on the 62k workload, and what they do to the HNSW graph.
 
 Run: .venv/bin/python -m benchmarks.bench_churn [--drops 50] [--every 10] [--share 0.2]
-     [--size 62196] [--requests 60] [--no-write]
+     [--size 62196] [--requests 60] [--maintain-every 7] [--no-upkeep] [--no-pace] [--no-write]
 Each drop replaces `share` of the papers (new vectors and text, same pmids) through the
 product's replace_papers (DELETE + COPY, one transaction) on the embedded Postgres with its
 default autovacuum; every `every` drops: final recall@15 of retrieve() against the exact oracle,
@@ -88,8 +88,9 @@ def soak(embedder, dsn: str, args, progress=None) -> dict:
         pace_autovacuum(store, PACED_NAPTIME)
     facts = server_facts(store)
     plan = SoakPlan(
-        args.drops, args.every, args.share, pace=args.pace, maintain_every=args.maintain_every
-    )
+        args.drops, args.every, args.share, pace=args.pace, maintain_every=args.maintain_every,
+        upkeep=args.upkeep,
+    )  # fmt: skip
     soak_log = SoakLog()
     points: list = []
     shown = {"facts": facts, "rows": work.rows.num_rows, "papers": len(reviser.pmids),
@@ -139,6 +140,10 @@ def main() -> None:
     parser.add_argument(
         "--maintain-every", type=int, default=7,
         help="candlefire maintain --apply every N drops (7: weekly with daily drops; 0: never)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-upkeep", dest="upkeep", action="store_false",
+        help="skip the store asset's GIN check after each drop (the weekly maintain alone)",
     )  # fmt: skip
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()

@@ -6,11 +6,13 @@ every Postgres process), full retrieve() p50 / p95 on bench_retrieval's request 
 of the final list and of each stage's list against an exact oracle (numpy over the same vectors).
 Chroma (the product's ChromaBackend) at the sizes in --chroma-sizes, each load cut off after
 --chroma-budget seconds. Results are kept per size under data/bench_retrieval/scale/, so a run
-of one size keeps the others; the section and docs/scale.png are drawn from all of them.
+of one size keeps the others (and of some layouts, or without Chroma, keeps the rest of that
+size); the section and docs/scale.png are drawn from all of them.
 
 Run: .venv/bin/python -m benchmarks.bench_scale [--sizes 62196,250000,1000000] [--requests 60]
      [--chroma-sizes 62196,250000,1000000] [--chroma-budget 3600] [--chroma-requests 20]
-     [--efforts 200:40,200:100] [--keep 62196,250000] [--quick]
+     [--efforts 200:40,200:100] [--layouts halfvec,binary,vector] [--keep 62196,250000]
+     [--quick]
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def measure_size(dsn: str, embedder, size: int, args) -> dict:
         result["ann"] = {"ef_search": product.ef_search,
                          "ef_search_entities": product.ef_search_entities}  # fmt: skip
         oracle = None
-        for layout in BUILD_ORDER:
+        for layout in (name for name in BUILD_ORDER if name in args.layouts):
             ann = build_ann(dsn, size, layout, memory)
             store = open_layout(dsn, table_name(size), layout)
             if oracle is None:
@@ -96,6 +98,25 @@ def chroma_part(corpus, embedder, requests, oracle, args) -> dict:
                                budget_s=args.chroma_query_budget)  # fmt: skip
         store.close()
     return out
+
+
+def merged(result: dict, path: Path) -> dict:
+    """This run's figures over the size's earlier ones: the layouts, efforts and Chroma part
+    this run did not measure are kept, and the load line says which run measured what."""
+    if not path.exists():
+        return result
+    earlier = json.loads(path.read_text())
+    kept = [name for name in earlier.get("layouts", {}) if name not in result["layouts"]]
+    result["layouts"] = {**{name: earlier["layouts"][name] for name in kept}, **result["layouts"]}
+    if earlier.get("efforts") and not result["efforts"]:
+        result["efforts"], kept = earlier["efforts"], [*kept, "efforts"]
+    if earlier.get("chroma") and "chroma" not in result:
+        result["chroma"], kept = earlier["chroma"], [*kept, "Chroma"]
+    if kept:
+        result["load_note"] += (
+            f" Kept from an earlier run ({', '.join(kept)}): {earlier.get('load_note', '')}"
+        )
+    return result
 
 
 def drop_table(dsn: str, size: int) -> None:
@@ -160,9 +181,17 @@ def main() -> None:
     parser.add_argument("--chroma-requests", type=int, default=20)
     parser.add_argument("--chroma-query-budget", type=float, default=1200.0)
     parser.add_argument("--efforts", type=parse_efforts, default=[])
+    parser.add_argument(
+        "--layouts", type=lambda text: text.split(","), default=list(BUILD_ORDER),
+        help="the layouts to build and measure (the others' earlier results are kept)",
+    )  # fmt: skip
     parser.add_argument("--keep", type=parse_sizes, default=[62_196, 250_000])
     parser.add_argument("--quick", action="store_true", help="3k / 6k chunks; section not written")
     args = parser.parse_args()
+    if unknown := set(args.layouts) - set(BUILD_ORDER):
+        parser.error(f"unknown layouts {sorted(unknown)}: choose from {', '.join(BUILD_ORDER)}")
+    if args.efforts and "vector" not in args.layouts:
+        parser.error("--efforts measures the vector layout: include it in --layouts")
     if args.quick:
         args.sizes, args.chroma_sizes, args.requests = [3_000, 6_000], [3_000], 8
         args.chroma_requests = 5
@@ -176,7 +205,8 @@ def main() -> None:
             started, monitor = time.perf_counter(), LoadMonitor(markers=[bench_dir()]).start()
             result = measure_size(dsn, embedder, size, args)
             result["load_note"] = monitor.stop().note()
-            (out / f"{size}.json").write_text(json.dumps(result, indent=1))
+            path = out / f"{size}.json"
+            path.write_text(json.dumps(merged(result, path), indent=1))
             if size not in args.keep:
                 drop_table(dsn, size)
             log.info("size %d done in %.0f s", size, time.perf_counter() - started)

@@ -78,20 +78,35 @@ PACING = {
 }
 
 
+def _actions_text(actions: list[dict]) -> str:
+    return "; ".join(
+        f"drop {a['drop']}: {a['kind']} {a['target']} ({a['reason']}; {a['seconds']:.0f} s)"
+        for a in actions
+    )
+
+
 def maintenance_lines(soak_log, args) -> list[str]:
+    actions = soak_log.actions if soak_log else []
+    upkept = [a for a in actions if a.get("upkeep")]
+    weekly = [a for a in actions if not a.get("upkeep")]
+    rebuilt = f"{len(upkept)} rebuild(s): {_actions_text(upkept)}." if upkept else "no rebuild."
+    lines = [
+        "",
+        "After each drop the store asset's own check (`gin_upkeep`: the trigram GIN's bloat"
+        " estimate, `REINDEX INDEX CONCURRENTLY` past 1.5x; its time is in the seconds per"
+        f" drop): {rebuilt}"
+        if getattr(args, "upkeep", True)
+        else "The store asset's GIN check after each write was off (`--no-upkeep`).",
+    ]
     every = getattr(args, "maintain_every", 0)
     if not every:
-        return ["", "No maintenance ran (`--maintain-every 0`)."]
-    done = soak_log.actions if soak_log else []
-    shown = "; ".join(
-        f"drop {a['drop']}: {a['kind']} {a['target']} ({a['reason']}; {a['seconds']:.0f} s)"
-        for a in done
-    )
+        return [*lines, "", "No weekly maintenance ran (`--maintain-every 0`)."]
     return [
+        *lines,
         "",
         f"`candlefire maintain --apply` ran on the table every {every} drops (the weekly"
-        f" store_maintenance_schedule with daily drops): {len(done)} action(s)"
-        + (f": {shown}." if done else "."),
+        f" store_maintenance_schedule with daily drops): {len(weekly)} action(s)"
+        + (f": {_actions_text(weekly)}." if weekly else "."),
     ]
 
 

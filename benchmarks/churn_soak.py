@@ -104,6 +104,7 @@ class SoakPlan:
     pace_limit_s: float = 900.0
     vacuum: bool = False  # VACUUM (ANALYZE) after each drop (a test's stand-in for autovacuum)
     maintain_every: int = 0  # `candlefire maintain --apply` on pgvector every N drops (0: never)
+    upkeep: bool = True  # the store asset's GIN check after each write (maintenance.gin_upkeep)
 
 
 @dataclass
@@ -123,6 +124,14 @@ def maintain_store(store, number: int, log_: SoakLog) -> None:
         log_.actions.append({"drop": number, **asdict(action)})
 
 
+def upkeep_store(store, number: int, rows: int, log_: SoakLog) -> None:
+    """What the pgvector store asset does after a write (operations/maintenance.gin_upkeep)."""
+    from candlefire_pipeline.operations.maintenance import gin_upkeep
+
+    for action in gin_upkeep(store, rows).actions:
+        log_.actions.append({"drop": number, "upkeep": True, **asdict(action)})
+
+
 def run_soak(
     store, memory, reviser, embedder, requests, plan: SoakPlan,
     on_checkpoint: Callable[[Checkpoint], None] | None = None, soak_log: SoakLog | None = None,
@@ -138,6 +147,8 @@ def run_soak(
         rows, _ = reviser.drop(number, plan.share, embedder.model_id)
         started = time.perf_counter()
         store.replace_papers(rows)  # the product's path: DELETE + COPY, one transaction
+        if plan.upkeep and soak_log is not None:
+            upkeep_store(store, number, rows.num_rows, soak_log)
         spent.append(time.perf_counter() - started)
         memory.replace_papers(rows)
         if plan.vacuum:

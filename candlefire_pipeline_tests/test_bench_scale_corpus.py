@@ -4,11 +4,13 @@ oracle of the parity report) does, with every Filter."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from benchmarks import bench_effort, filter_cases, scale_report
+from benchmarks import bench_effort, bench_scale, filter_cases, scale_report
 from benchmarks.matrix_oracle import MatrixOracle
 from benchmarks.retrieval_data import synthetic_corpus
 from benchmarks.scale_corpus import build_corpus
@@ -143,3 +145,20 @@ def test_build_exponent_of_the_cost_curve():
     assert scale_report.exponent([1_000, 10_000], [2.0, 20.0]) == pytest.approx(1.0)
     assert scale_report.exponent([1_000, 10_000], [2.0, 200.0]) == pytest.approx(2.0)
     assert np.isnan(scale_report.exponent([1_000], [2.0]))
+
+
+def test_a_partial_run_keeps_the_sizes_earlier_figures(tmp_path):
+    path = tmp_path / "1000000.json"
+    earlier = {
+        "layouts": {"vector": "v0", "halfvec": "h0", "binary": "b0"}, "efforts": [],
+        "chroma": {"load": "c0"}, "load_note": "quiet (04:03)",
+    }  # fmt: skip
+    now = {"layouts": {"vector": "v1"}, "efforts": ["e1"], "load_note": "quiet (05:40)."}
+    assert bench_scale.merged(dict(now), tmp_path / "none.json") == now  # nothing earlier
+    path.write_text(json.dumps(earlier))
+    result = bench_scale.merged(dict(now), path)
+    assert result["layouts"] == {"vector": "v1", "halfvec": "h0", "binary": "b0"}
+    assert result["efforts"] == ["e1"] and result["chroma"] == {"load": "c0"}
+    assert result["load_note"] == (
+        "quiet (05:40). Kept from an earlier run (halfvec, binary, Chroma): quiet (04:03)"
+    )

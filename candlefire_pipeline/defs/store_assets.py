@@ -27,6 +27,7 @@ from candlefire_pipeline.defs.store_policies import (
 )
 from candlefire_pipeline.generations.view import batches_dir as generation_batches_dir
 from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
+from candlefire_pipeline.operations.maintenance import gin_upkeep
 from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 _SUMMED = (
@@ -65,9 +66,38 @@ def apply_metadata(
             summaries[key] = summary
         total = backend.count()
         context.log.info(f"{backend.name} holds {total} chunks")
+        upkeep = _gin_upkeep(context, backend, summaries.values())
     metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED)
     resumed = [batch for s in summaries.values() for batch in s.resumed]
-    return {**metadata, "store_chunks": total, "resumed_batches": ", ".join(resumed) or "none"}
+    return {
+        **metadata, **upkeep, "store_chunks": total,
+        "resumed_batches": ", ".join(resumed) or "none",
+    }  # fmt: skip
+
+
+def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries) -> dict:
+    """pgvector's trigram GIN checked after a large write, rebuilt concurrently past its bound."""
+    if backend.name != PGVECTOR:
+        return {}
+    changed = sum(s.rows_written + s.chunks_deleted for s in summaries)
+    try:
+        upkeep = gin_upkeep(backend, changed)
+    except Exception as exc:  # the batch is committed: a failed check must not fail the write
+        context.log.warning(f"trigram index not checked: {type(exc).__name__}: {exc}")
+        return {"gin_upkeep": f"not checked: {type(exc).__name__}"}
+    if not upkeep.figures:
+        return {"gin_upkeep": f"not checked: {upkeep.notes[0]}"}
+    out = {
+        "gin_bloat": upkeep.figures["gin_bloat"],
+        "gin_upkeep": upkeep.notes[0] if upkeep.notes else "within bound",
+    }
+    for action in upkeep.actions:
+        out["gin_upkeep"] = (
+            f"reindex FAILED: {action.error}" if action.error
+            else f"reindexed in {action.seconds:.1f} s: {action.reason}"
+        )  # fmt: skip
+        context.log.info(f"{action.target}: {out['gin_upkeep']}")
+    return out
 
 
 def _metadata(summary: ApplySummary) -> dict:
