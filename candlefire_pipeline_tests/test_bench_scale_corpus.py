@@ -162,3 +162,20 @@ def test_a_partial_run_keeps_the_sizes_earlier_figures(tmp_path):
     assert result["load_note"] == (
         "quiet (05:40). Kept from an earlier run (halfvec, binary, Chroma): quiet (04:03)"
     )
+
+
+@pytest.mark.parametrize(("finals", "said"), [
+    ((0.97, 0.98), "No measured ef reached 0.99 at 1,000,000."),
+    ((0.97, 0.995), "ef 1000 / 1000 reaches **0.9950**"),
+])  # fmt: skip
+def test_the_recall_bound_names_the_smallest_ef_that_reached_the_goal(finals, said):
+    query = {"recall": {"final": 0.95, "semantic": 0.9, "entities": 0.92},
+             "stage_p50": {"entities": 0.3}, "stage_p95": {"entities": 1.2}}  # fmt: skip
+    efforts = [
+        {"ef_search": ef, "ef_search_entities": ef,
+         "query": {**query, "recall": {**query["recall"], "final": final}}}
+        for ef, final in zip((400, 1000), finals, strict=True)
+    ]  # fmt: skip
+    result = {"size": 1_000_000, "layouts": {"vector": {"query": query}}, "efforts": efforts}
+    text = scale_report._recall_bound([result])
+    assert "semantic 0.9000, entities 0.9200" in text and said in text
