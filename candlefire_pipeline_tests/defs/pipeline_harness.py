@@ -55,6 +55,17 @@ def demo_deployment(monkeypatch, tmp: Path, pg_dsn: str):
     return settings, embedder
 
 
+@contextmanager
+def demo_pipeline(monkeypatch, tmp: Path, pg_dsn: str):
+    """(settings, a Pipeline on a test instance, the three demo drops' keys), nothing ingested."""
+    from candlefire_pipeline.corpus.demo import write_demo_drops
+
+    settings = pipeline_env(monkeypatch, tmp / "data", pg_dsn)
+    keys = [p.name for p in write_demo_drops(settings.drops_dir)]
+    with dg.instance_for_test(temp_dir=str(tmp)) as instance:
+        yield settings, Pipeline(instance), keys
+
+
 class Pipeline:
     """One Dagster test instance; materializes batches and the parity/serving assets."""
 

@@ -3,25 +3,14 @@ past it (without losing a row), and never failing a committed write."""
 
 from __future__ import annotations
 
-import dagster as dg
-
-from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.defs import store_assets
 from candlefire_pipeline.operations import maintenance
 from candlefire_pipeline.operations.maintenance import REINDEX_BLOAT
-from candlefire_pipeline_tests.defs.pipeline_harness import (
-    Pipeline,
-    check_results,
-    metadata,
-    pipeline_env,
-)
+from candlefire_pipeline_tests.defs.pipeline_harness import check_results, demo_pipeline, metadata
 
 
 def test_the_pgvector_asset_keeps_its_trigram_index_in_bound(tmp_path, monkeypatch, pg_dsn):
-    settings = pipeline_env(monkeypatch, tmp_path / "data", pg_dsn)
-    first, second, third = (p.name for p in write_demo_drops(settings.drops_dir))
-    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
-        pipeline = Pipeline(instance)
+    with demo_pipeline(monkeypatch, tmp_path, pg_dsn) as (_, pipeline, (first, second, third)):
         built = metadata(pipeline.ingest(first), "pgvector_chunks")
         # 651 chunks written through the pending list: a few MB over a fresh build, not rebuilt
         assert built["gin_bloat"] > REINDEX_BLOAT, built
