@@ -128,7 +128,7 @@ def upkeep_store(store, number: int, rows: int, log_: SoakLog) -> None:
     """What the pgvector store asset does after a write (operations/maintenance.gin_upkeep)."""
     from candlefire_pipeline.operations.maintenance import gin_upkeep
 
-    for action in gin_upkeep(store, rows).actions:
+    for action in gin_upkeep(store, rows, store.count()).actions:
         log_.actions.append({"drop": number, "upkeep": True, **asdict(action)})
 
 

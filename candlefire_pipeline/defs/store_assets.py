@@ -66,7 +66,7 @@ def apply_metadata(
             summaries[key] = summary
         total = backend.count()
         context.log.info(f"{backend.name} holds {total} chunks")
-        upkeep = _gin_upkeep(context, backend, summaries.values())
+        upkeep = _gin_upkeep(context, backend, summaries.values(), total)
     metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED)
     resumed = [batch for s in summaries.values() for batch in s.resumed]
     return {
@@ -75,13 +75,13 @@ def apply_metadata(
     }  # fmt: skip
 
 
-def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries) -> dict:
+def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries, total: int) -> dict:
     """pgvector's trigram GIN checked after a large write, rebuilt concurrently past its bound."""
     if backend.name != PGVECTOR:
         return {}
     changed = sum(s.rows_written + s.chunks_deleted for s in summaries)
     try:
-        upkeep = gin_upkeep(backend, changed)
+        upkeep = gin_upkeep(backend, changed, total)
     except Exception as exc:  # the batch is committed: a failed check must not fail the write
         context.log.warning(f"trigram index not checked: {type(exc).__name__}: {exc}")
         return {"gin_upkeep": f"not checked: {type(exc).__name__}"}

@@ -110,8 +110,10 @@ def _reindex(index: pg_health.IndexHealth) -> Action:
     ))  # fmt: skip
 
 
-def gin_upkeep(backend, rows_changed: int) -> StoreHealth:
-    """After a write of `rows_changed` rows (written + deleted): the trigram GIN's bloat, and
+def gin_upkeep(backend, rows_changed: int, live_rows: int) -> StoreHealth:
+    """After a write of `rows_changed` rows (written + deleted) to a table now holding
+    `live_rows` (counted: the statistics views lag a just-committed write): the trigram GIN's
+    bloat, and
     `REINDEX INDEX CONCURRENTLY` past REINDEX_BLOAT; a note says why a write was not checked.
 
     Replace-by-paper grows the GIN fast and for good: the churn soak measured 1.69x a fresh
@@ -123,7 +125,7 @@ def gin_upkeep(backend, rows_changed: int) -> StoreHealth:
     if health is None or health.index("gin") is None:
         out.notes.append("no trigram index")
         return out
-    health.live_tuples = backend.count()  # the statistics views lag a just-committed write
+    health.live_tuples = live_rows
     if rows_changed < UPKEEP_MIN_SHARE * max(health.live_tuples, 1):
         out.notes.append(f"under {UPKEEP_MIN_SHARE:.0%} of the table changed")
         return out
@@ -132,12 +134,14 @@ def gin_upkeep(backend, rows_changed: int) -> StoreHealth:
     out.figures = {"gin_bytes": index.bytes, "gin_bloat": _rounded(index.bloat)}
     if index.bloat is None:
         out.notes.append("too few rows to estimate")
+    elif not index.valid:
+        out.notes.append(f"index {index.name} is INVALID (a failed concurrent build?)")
     elif index.bloat > REINDEX_BLOAT and index.bytes - index.fresh_bytes < UPKEEP_MIN_EXCESS_BYTES:
         out.notes.append(
             f"{index.bloat:.2f}x a fresh build, but {(index.bytes - index.fresh_bytes) / MB:.1f} MB"
             f" over it: under the {UPKEEP_MIN_EXCESS_BYTES / MB:.0f} MB a rebuild is worth"
         )
-    elif index.valid and index.bloat > REINDEX_BLOAT:
+    elif index.bloat > REINDEX_BLOAT:
         action = _reindex(index)
         apply_action(backend, action)
         out.actions.append(action)

@@ -25,7 +25,7 @@ def test_the_pgvector_asset_keeps_its_trigram_index_in_bound(tmp_path, monkeypat
         assert "gin_upkeep" not in metadata(result, "chroma_chunks")
         assert check_results(result)["stores_agree"]  # the rebuild lost nothing
 
-        def unreachable(backend, rows_changed):
+        def unreachable(backend, rows_changed, live_rows):
             raise ConnectionError("server closed the connection")
 
         monkeypatch.setattr(store_assets, "gin_upkeep", unreachable)

@@ -123,23 +123,23 @@ def test_the_cli_dry_runs_by_default_and_fails_on_an_unreachable_store(
 
 def test_a_large_write_rebuilds_a_grown_trigram_index_and_loses_nothing(make_backend, monkeypatch):
     store = churned(make_backend("pgvector"))  # four versions of every row in the GIN
-    small = gin_upkeep(store, rows_changed=PAPERS)  # a small table: the excess is not worth it
+    small = gin_upkeep(store, PAPERS, PAPERS)  # a small table: the excess is not worth it
     assert small.actions == [] and "a rebuild is worth" in small.notes[0]
     monkeypatch.setattr(maintenance, "UPKEEP_MIN_EXCESS_BYTES", 0)
     before, hashes = index_oids(store), store.chunk_hashes()
     trigram = pg_health.table_health(store.conn, store.names.table).index("gin").name
-    upkeep = gin_upkeep(store, rows_changed=PAPERS)
+    upkeep = gin_upkeep(store, PAPERS, PAPERS)
     (action,) = upkeep.actions
     assert upkeep.figures["gin_bloat"] > REINDEX_BLOAT and action.target == trigram
     assert action.done and action.error is None
     assert index_oids(store)[trigram] != before[trigram]
     assert store.chunk_hashes() == hashes
-    assert gin_upkeep(store, rows_changed=PAPERS).actions == []  # rebuilt: within bound now
+    assert gin_upkeep(store, PAPERS, PAPERS).actions == []  # rebuilt: within bound now
 
 
 def test_a_trickle_is_left_to_the_weekly_maintenance(make_backend):
     store = churned(make_backend("pgvector"))
-    small = gin_upkeep(store, rows_changed=10)
+    small = gin_upkeep(store, 10, PAPERS)
     assert small.actions == [] and small.figures == {}
     assert small.notes == ["under 2% of the table changed"]
-    assert gin_upkeep(make_backend("pgvector"), 10_000).notes == ["no trigram index"]
+    assert gin_upkeep(make_backend("pgvector"), 10_000, 0).notes == ["no trigram index"]
