@@ -46,7 +46,10 @@ def test_identical_stores_agree_everywhere(make_backend, demo_rows):
     assert agg["grounding_agreement"] == 1.0 and agg["keyword_agreement"] == 1.0
     # every keyword term (entity names, then the query's terms) is grounded twice
     assert agg["grounding_checks"] == 2 * sum(len(set(q.keyword_terms)) for q in queries)
-    assert all(value == 1.0 for value in agg["ann_recall"].values())  # 60 papers: HNSW is exact
+    # HNSW stays approximate at 233 chunks: the graph differs from build to build (Chroma inserts
+    # from threads, pgvector draws random levels) and one CI run in many missed a neighbour
+    # (never reproduced in 10 quiet rebuilds of each). One miss in the whole set reads 1 - 1/900.
+    assert min(agg["ann_recall"].values()) >= 0.99, agg["ann_recall"]
     assert sorted(agg["ann_recall"]) == ["chroma", "pgvector"]
     found = gates(report)
     for name in ("grounding_agreement", "mean_overlap", "chunk_counts_equal"):
