@@ -32,7 +32,7 @@ from benchmarks.retrieval_data import (
 )
 from benchmarks.retrieval_stores import embedded_postgres
 from benchmarks.retrieval_workload import latency_workload
-from candlefire_pipeline.backends.factory import build_backend
+from candlefire_pipeline.backends.factory import build_backend, pg_ann_params
 from candlefire_pipeline.backends.pg.health import estimate_fresh_sizes, table_health
 from candlefire_pipeline.backends.pg.version import read_versions
 from candlefire_pipeline.embedding import embedder_for
@@ -49,7 +49,7 @@ AUTOVACUUM_SETTINGS = (
 
 def fill(dsn: str, table: str, rows, model_id: str, dim: int):
     """A fresh table holding exactly `rows` (first-build path: indexes after the load)."""
-    store = build_backend("pgvector", dsn, table=table, ann=Settings.from_env().pg_ann)
+    store = build_backend("pgvector", dsn, table=table, ann=pg_ann_params(Settings.from_env()))
     store.reset()
     store.ensure_schema(model_id, dim)
     store.replace_papers(rows)

@@ -83,3 +83,19 @@ def test_the_section_states_each_goal(workload):
     assert "= **1.20x** (met)" in text
     partial = partial_section({**result, "final": None}, Args, "load", 60.0)
     assert "**In progress: 10 of 10 drops done**" in partial and "| 10 | 0.9950 |" in partial
+
+
+def test_the_soak_table_runs_the_products_efforts(workload, pg_dsn):
+    from benchmarks.bench_churn import fill
+    from candlefire_pipeline.backends.factory import pg_ann_params
+    from candlefire_pipeline.settings import Settings
+
+    embedder, _, reviser = workload
+    store = fill(pg_dsn, "churn_fill", reviser.rows(embedder.model_id), embedder.model_id,
+                 embedder.dim)  # fmt: skip
+    try:
+        assert store.ann == pg_ann_params(Settings.from_env())
+        assert store.count() == reviser.rows(embedder.model_id).num_rows
+    finally:
+        store.reset()
+        store.close()

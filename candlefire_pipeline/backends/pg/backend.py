@@ -54,6 +54,11 @@ class PgVectorBackend:
         self.names = pg_sql.Names(table)
         self.substring_mode = common.check_substring_mode(substring_mode)
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
+        if ann is not None and not isinstance(ann, AnnParams):
+            # Settings.pg_ann lacks the per-stage efforts: factory.pg_ann_params adds them
+            raise TypeError(
+                f"ann must be AnnParams (factory.pg_ann_params), got {type(ann).__name__}"
+            )
         self.ann = ann or AnnParams()
         self.layout = Layout.of(self.ann)
         self.bulk_rebuild_rows = bulk_rebuild_rows

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from candlefire_pipeline.backends.factory import open_backend, pg_ann_params
+from candlefire_pipeline.backends.factory import build_backend, open_backend, pg_ann_params
 from candlefire_pipeline.settings import PgAnnSettings, Settings
 
 ENV = {
@@ -78,3 +78,8 @@ def test_the_factory_opens_the_configured_layout(tmp_path, pg_dsn):
     finally:
         store.reset()
         store.close()
+
+
+def test_settings_without_the_stage_efforts_are_refused_by_name(pg_dsn):
+    with pytest.raises(TypeError, match="ann must be AnnParams .* got PgAnnSettings"):
+        build_backend("pgvector", pg_dsn, table="ann_refused", ann=PgAnnSettings())
