@@ -3,6 +3,8 @@ pgvector table, checkpoints against the exact oracle (the 62k run is benchmarks/
 
 from __future__ import annotations
 
+import time
+
 import pyarrow.compute as pc
 import pytest
 
@@ -98,4 +100,33 @@ def test_the_soak_table_runs_the_products_efforts(workload, pg_dsn):
         assert store.count() == reviser.rows(embedder.model_id).num_rows
     finally:
         store.reset()
+        store.close()
+
+
+def test_pacing_sets_the_stand_ins_and_puts_the_defaults_back(pg_dsn):
+    from benchmarks.bench_churn import PACED_SETTINGS, pace_autovacuum
+    from candlefire_pipeline.backends.factory import build_backend
+
+    store = build_backend("pgvector", pg_dsn, table="churn_pacing")
+
+    def shown() -> dict:
+        return {n: store.conn.execute(f"SHOW {n}").fetchone()[0] for n in PACED_SETTINGS}
+
+    def settled(wanted: dict) -> dict:
+        """pg_reload_conf() only signals: a backend applies the file at a later command."""
+        for _ in range(50):
+            if (now := shown()) == wanted:
+                break
+            time.sleep(0.1)
+        return now
+
+    defaults = {"autovacuum_naptime": "1min", "autovacuum_vacuum_cost_delay": "2ms"}
+    try:
+        assert shown() == defaults
+        pace_autovacuum(store, True)
+        assert settled(PACED_SETTINGS) == PACED_SETTINGS
+        pace_autovacuum(store, False)
+        assert settled(defaults) == defaults
+    finally:
+        pace_autovacuum(store, False)
         store.close()
