@@ -87,8 +87,8 @@ def soak(embedder, dsn: str, args, progress=None) -> dict:
     memory = build_backend("memory")
     memory.replace_papers(reviser.rows(embedder.model_id))
     store = fill(dsn, "churn", reviser.rows(embedder.model_id), embedder.model_id, embedder.dim)
-    if args.pace:
-        pace_autovacuum(store, True)
+    # set or reset: ALTER SYSTEM outlives a paced run that was killed before its finally
+    pace_autovacuum(store, args.pace)
     facts = server_facts(store)
     plan = SoakPlan(
         args.drops, args.every, args.share, pace=args.pace, maintain_every=args.maintain_every,
@@ -107,8 +107,7 @@ def soak(embedder, dsn: str, args, progress=None) -> dict:
     try:
         points[:] = run_soak(store, memory, reviser, embedder, requests, plan, checkpoint, soak_log)
     finally:
-        if args.pace:
-            pace_autovacuum(store, False)
+        pace_autovacuum(store, False)
     churned = table_health(store.conn, "churn")
     estimate_fresh_sizes(store.conn, churned)
     fresh = fill(dsn, "churn_fresh", reviser.rows(embedder.model_id), embedder.model_id,

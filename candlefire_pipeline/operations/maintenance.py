@@ -113,8 +113,8 @@ def _reindex(index: pg_health.IndexHealth) -> Action:
 def gin_upkeep(backend, rows_changed: int, live_rows: int) -> StoreHealth:
     """After a write of `rows_changed` rows (written + deleted) to a table now holding
     `live_rows` (counted: the statistics views lag a just-committed write): the trigram GIN's
-    bloat, and
-    `REINDEX INDEX CONCURRENTLY` past REINDEX_BLOAT; a note says why a write was not checked.
+    bloat, and `REINDEX INDEX CONCURRENTLY` past REINDEX_BLOAT; a note says why a write was not
+    checked.
 
     Replace-by-paper grows the GIN fast and for good: the churn soak measured 1.69x a fresh
     build after 7 drops of 20% of the papers and 1.97x after 14, while pgvector reuses the HNSW
