@@ -42,7 +42,7 @@ from benchmarks.scale_stores import (
 )
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.embedding import embedder_for
-from candlefire_pipeline.operations.serving import PROMOTED, ServingState
+from candlefire_pipeline.operations.serving.machine import PROMOTED, ServingState
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger("bench_cold_start")

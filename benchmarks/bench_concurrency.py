@@ -28,7 +28,7 @@ from benchmarks.scale_pg import table_name
 from benchmarks.scale_stores import chroma_path, ensure_pg_table, load_chroma
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving import PROMOTED, ServingState
+from candlefire_pipeline.operations.serving.machine import PROMOTED, ServingState
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger("bench_concurrency")

@@ -25,7 +25,7 @@ from candlefire_pipeline.generations.batches import embed_batch
 from candlefire_pipeline.generations.identity import IndexLayout
 from candlefire_pipeline.generations.sizes import store_bytes
 from candlefire_pipeline.generations.view import generation_settings
-from candlefire_pipeline.operations.generations import create_generation, registry
+from candlefire_pipeline.operations.generations.lifecycle import create_generation, registry
 from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings

@@ -24,8 +24,8 @@ from benchmarks.retrieval_stores import embedded_postgres, ensure_indexes, load,
 from benchmarks.retrieval_workload import latency_workload
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving_state import INITIAL, PROMOTED, ServingState
-from candlefire_pipeline.operations.shadow import ShadowWorker
+from candlefire_pipeline.operations.serving.state import INITIAL, PROMOTED, ServingState
+from candlefire_pipeline.operations.shadow.served import ShadowWorker
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.settings import Settings, ShadowSettings
 

@@ -53,7 +53,7 @@ def _history_note(outcome) -> None:
 
 
 def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.operations.serving_commands import rollback
+    from candlefire_pipeline.operations.serving.commands import rollback
 
     outcome = rollback(settings, args.reason, args.by)
     print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
@@ -62,8 +62,8 @@ def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.operations.serving import CHANGED, UNCHANGED
-    from candlefire_pipeline.operations.serving_commands import promote
+    from candlefire_pipeline.operations.serving.commands import promote
+    from candlefire_pipeline.operations.serving.machine import CHANGED, UNCHANGED
 
     if args.generation:
         if args.run_report:
@@ -71,7 +71,7 @@ def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
                 "--run-report is the default generation's parity report; a "
                 "generation's evidence is `candlefire generation compare NAME`"
             )
-        from candlefire_pipeline.operations.serving_generation import promote_generation
+        from candlefire_pipeline.operations.serving.generation import promote_generation
 
         outcome = promote_generation(settings, args.generation, args.reason, args.by, args.backend)
     else:
@@ -107,7 +107,7 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         if args.backend == "serving":
             raise ValueError("--generation needs --backend (serving follows the switch)")
         from candlefire_pipeline.generations.view import generation_settings
-        from candlefire_pipeline.operations.generations import registry
+        from candlefire_pipeline.operations.generations.lifecycle import registry
 
         settings = generation_settings(settings, registry(settings).get(args.generation))
     backend, retrieval = run_query(settings, args.backend, args.text, args.entity, args.term)

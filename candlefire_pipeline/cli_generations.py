@@ -46,8 +46,8 @@ def format_generations(statuses) -> str:
 def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.generations.identity import LAYOUTS, IndexLayout
     from candlefire_pipeline.generations.registry import settings_identity
-    from candlefire_pipeline.operations.generations import create_generation
-    from candlefire_pipeline.operations.serving_commands import operator
+    from candlefire_pipeline.operations.generations.lifecycle import create_generation
+    from candlefire_pipeline.operations.serving.commands import operator
 
     base = settings_identity(settings, 1).layout
     layout = IndexLayout.named(
@@ -67,7 +67,10 @@ def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.operations.generations import environment_drift, inspect_generations
+    from candlefire_pipeline.operations.generations.lifecycle import (
+        environment_drift,
+        inspect_generations,
+    )
 
     statuses = inspect_generations(settings)
     default = next(s.generation for s in statuses if s.generation.default)
@@ -113,8 +116,8 @@ def add_parser(add, common: argparse.ArgumentParser) -> None:
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     # Dagster is loaded only by the verb that drives it, from the Dagster layer
     from candlefire_pipeline.definitions import defs
-    from candlefire_pipeline.defs.generation_build import build_generation
-    from candlefire_pipeline.operations.generations import registry
+    from candlefire_pipeline.defs.generations.build import build_generation
+    from candlefire_pipeline.operations.generations.lifecycle import registry
 
     generation = registry(settings).get(args.name)
     if generation.default or not generation.live:
@@ -128,8 +131,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
     """0: every gate passes (what a promotion of it needs), 1: a gate fails."""
     from candlefire_pipeline.generations.view import reports_dir
-    from candlefire_pipeline.operations.generation_compare import run_comparison
-    from candlefire_pipeline.operations.generations import registry
+    from candlefire_pipeline.operations.generations.compare import run_comparison
+    from candlefire_pipeline.operations.generations.lifecycle import registry
     from candlefire_pipeline.parity.gates import failed, format_gate_table, gates_from_dicts
 
     report = run_comparison(settings, args.name, args.backend)
@@ -147,7 +150,7 @@ def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.operations.generation_gc import apply_gc, plan_gc
+    from candlefire_pipeline.operations.generations.gc import apply_gc, plan_gc
 
     days = (
         settings.generations.retention_days if args.retention_days is None else args.retention_days

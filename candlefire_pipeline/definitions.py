@@ -5,7 +5,7 @@ import dagster as dg
 from candlefire_pipeline.defs.automation import parity_automation_sensor
 from candlefire_pipeline.defs.executor import pipeline_executor
 from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
-from candlefire_pipeline.defs.generations import (
+from candlefire_pipeline.defs.generations.definitions import (
     all_generation_assets,
     all_generation_checks,
     all_generation_jobs,
@@ -23,8 +23,8 @@ from candlefire_pipeline.defs.resources import build_resources
 from candlefire_pipeline.defs.schedules import parity_refresh_schedule, pubmed_fetch_schedule
 from candlefire_pipeline.defs.sensors import pubmed_drops_sensor
 from candlefire_pipeline.defs.shadow_assets import shadow_checks, shadow_parity
-from candlefire_pipeline.defs.store_assets import store_assets
-from candlefire_pipeline.defs.store_checks import build_store_checks
+from candlefire_pipeline.defs.stores.assets import store_assets
+from candlefire_pipeline.defs.stores.checks import build_store_checks
 from candlefire_pipeline.settings import Settings, code_location_settings
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving import ServingState, read_state
+from candlefire_pipeline.operations.serving.machine import ServingState, read_state
 from candlefire_pipeline.parity.gates import GateResult
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import STORE_NAMES

@@ -15,8 +15,8 @@ import pytest
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.embedding.memo import MemoEmbedder
-from candlefire_pipeline.parity.conformance import ExactPools, texts_to_embed
-from candlefire_pipeline.parity.conformance_fixtures import (
+from candlefire_pipeline.parity.conformance.check import ExactPools, texts_to_embed
+from candlefire_pipeline.parity.conformance.fixtures import (
     FIXTURE_MODEL_ID,
     ConformanceFixtures,
 )

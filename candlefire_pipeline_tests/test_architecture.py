@@ -142,3 +142,33 @@ def test_the_core_imports_without_dagster():
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
     assert len(core) > 80  # the walk found the package, not an empty list
+
+
+#: Parts whose modules come in families (serving, shadow, generations, ...).
+FAMILY_PARTS = ("operations", "parity", "defs")
+
+
+def test_a_family_of_three_modules_is_a_package():
+    """Flat modules sharing a name prefix are a package that was never made."""
+    crowded = {}
+    for part_name in FAMILY_PARTS:
+        flat = [p.stem for p in (PACKAGE / part_name).glob("*.py") if p.stem != "__init__"]
+        prefixes = [stem.split("_")[0] for stem in flat]
+        crowded |= {
+            f"{part_name}/{prefix}_*": prefixes.count(prefix)
+            for prefix in set(prefixes)
+            if prefixes.count(prefix) >= 3
+        }
+    assert crowded == {}
+
+
+def test_every_family_package_names_what_it_owns_and_its_entry():
+    """Each family's __init__ docstring says what it owns and names an entry module it holds."""
+    families = [
+        p.parent for part_name in FAMILY_PARTS for p in (PACKAGE / part_name).glob("*/__init__.py")
+    ]
+    assert len(families) >= 8
+    for family in families:
+        doc = ast.get_docstring(ast.parse((family / "__init__.py").read_text())) or ""
+        entry = doc.split("Entry: `", 1)[-1].split("`", 1)[0] if "Entry: `" in doc else ""
+        assert (family / f"{entry}.py").is_file(), f"{family.name}: no entry module in {doc!r}"

@@ -7,15 +7,15 @@ import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.operations.serving_history import pending_entries
-from candlefire_pipeline.operations.serving_state import (
+from candlefire_pipeline.operations.serving.history import pending_entries
+from candlefire_pipeline.operations.serving.state import (
     DEGRADED,
     PINNED,
     PROMOTED,
     Window,
     read_state,
 )
-from candlefire_pipeline.operations.serving_watch import watch
+from candlefire_pipeline.operations.serving.watch import watch
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env

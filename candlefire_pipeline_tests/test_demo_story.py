@@ -8,7 +8,7 @@ from dagster._core.events import DagsterEventType
 from candlefire_pipeline.defs.demo_launch import LONG_STEP_S, progress_messages
 from candlefire_pipeline.defs.progress import PROGRESS_PREFIX
 from candlefire_pipeline.demo_story import ServingSummary, step_lines, summary_lines
-from candlefire_pipeline.operations.serving import PINNED, ServingState
+from candlefire_pipeline.operations.serving.machine import PINNED, ServingState
 from candlefire_pipeline.parity.gates import GateResult
 
 STORE = {

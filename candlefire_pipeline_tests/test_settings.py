@@ -10,7 +10,7 @@ import pytest
 from candlefire_pipeline.backends.factory import backend_class, pg_ann_params
 from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.cli import main as candlefire
-from candlefire_pipeline.operations.serving import read_state
+from candlefire_pipeline.operations.serving.machine import read_state
 from candlefire_pipeline.settings import (
     THRESHOLD_RANGES,
     ParityThresholds,

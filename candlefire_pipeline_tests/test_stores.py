@@ -1,7 +1,7 @@
 """The store names and roles: one definition every layer reads."""
 
 from candlefire_pipeline import stores
-from candlefire_pipeline.operations import serving_state
+from candlefire_pipeline.operations.serving import state as serving_state
 from candlefire_pipeline.settings import Settings, parse_stores
 
 

@@ -14,7 +14,7 @@ from candlefire_pipeline.defs.resources import (
     PipelineResource,
     QdrantResource,
 )
-from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
+from candlefire_pipeline.defs.stores.policies import POSTGRES_POOL
 from candlefire_pipeline.operations.maintenance import (
     MaintenanceReport,
     actions_markdown,

@@ -14,13 +14,13 @@ from candlefire_pipeline.defs.resources import (
     PipelineResource,
     QdrantResource,
 )
-from candlefire_pipeline.defs.store_assets import STORE_ASSETS
-from candlefire_pipeline.defs.store_policies import POSTGRES_POOL
+from candlefire_pipeline.defs.stores.assets import STORE_ASSETS
+from candlefire_pipeline.defs.stores.policies import POSTGRES_POOL
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
-from candlefire_pipeline.operations.serving_commands import auto_promote
-from candlefire_pipeline.operations.serving_history import pending_entries
-from candlefire_pipeline.operations.serving_watch import (
+from candlefire_pipeline.operations.serving.commands import auto_promote
+from candlefire_pipeline.operations.serving.history import pending_entries
+from candlefire_pipeline.operations.serving.watch import (
     REPORT_SOURCE,
     WatchResult,
     judge,
@@ -33,9 +33,9 @@ from candlefire_pipeline.parity.gates import (
     gate_table_markdown,
     gates_from_dicts,
 )
-from candlefire_pipeline.parity.report import ParityReport
-from candlefire_pipeline.parity.report_files import write_report
-from candlefire_pipeline.parity.report_markdown import plots_section, report_markdown
+from candlefire_pipeline.parity.report.files import write_report
+from candlefire_pipeline.parity.report.markdown import plots_section, report_markdown
+from candlefire_pipeline.parity.report.model import ParityReport
 from candlefire_pipeline.stores import (
     CANDIDATE,
     CHROMA,

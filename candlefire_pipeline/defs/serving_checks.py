@@ -4,8 +4,8 @@ while the promoted deployment is DEGRADED or was rolled back by the auto-rollbac
 import dagster as dg
 
 from candlefire_pipeline.defs.resources import PipelineResource
-from candlefire_pipeline.operations.serving_state import read_state
-from candlefire_pipeline.operations.serving_watch import serving_health
+from candlefire_pipeline.operations.serving.state import read_state
+from candlefire_pipeline.operations.serving.watch import serving_health
 
 DESCRIPTION = (
     "The serving switch is not DEGRADED (a fresh parity report or shadow window failed a gate "

@@ -8,8 +8,8 @@ from candlefire_pipeline.defs.parity_assets import data_uri, log_watch
 from candlefire_pipeline.defs.parity_checks import gate_check
 from candlefire_pipeline.defs.resources import PgVectorResource, PipelineResource
 from candlefire_pipeline.defs.serving_checks import serving_not_degraded
-from candlefire_pipeline.operations.serving_watch import shadow_window_verdict, watch
-from candlefire_pipeline.operations.shadow_parity import (
+from candlefire_pipeline.operations.serving.watch import shadow_window_verdict, watch
+from candlefire_pipeline.operations.shadow.window import (
     latest_shadow_evaluation,
     run_shadow_window,
 )
@@ -19,8 +19,8 @@ from candlefire_pipeline.parity.gates import (
     failed,
     gate_table_markdown,
 )
-from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES
-from candlefire_pipeline.parity.shadow_report import targets_table
+from candlefire_pipeline.parity.shadow.gates import SHADOW_GATES
+from candlefire_pipeline.parity.shadow.report import targets_table
 from candlefire_pipeline.settings import Settings, code_location_settings
 
 SHADOW_PARITY = dg.AssetKey("shadow_parity")

@@ -3,8 +3,8 @@
 Each store gets a scratch target (a pgvector table, a Chroma or Qdrant collection) configured
 exactly like the serving one (layout, search effort, substring mode, server), holding candle-fire's
 fixture corpus with the vectors its collection stored. Every recorded query runs through the
-retriever there and every stage is checked (parity/conformance.py). So the result means the same
-on any deployment, whatever its own corpus. A result is cached per fixtures, code, store
+retriever there and every stage is checked (parity/conformance/check.py). So the result means the
+same on any deployment, whatever its own corpus. A result is cached per fixtures, code, store
 configuration and server version: a nightly report re-runs it only after one of them changed.
 """
 
@@ -25,13 +25,13 @@ from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.embedding.memo import MemoEmbedder
 from candlefire_pipeline.fsutil import write_atomic
-from candlefire_pipeline.parity.conformance import (
+from candlefire_pipeline.parity.conformance.check import (
     ExactPools,
     StoreConformance,
     run_conformance,
     texts_to_embed,
 )
-from candlefire_pipeline.parity.conformance_fixtures import (
+from candlefire_pipeline.parity.conformance.fixtures import (
     FIXTURE_MODEL_ID,
     ConformanceFixtureError,
     ConformanceFixtures,

@@ -20,9 +20,9 @@ from candlefire_pipeline.operations.pg_versions import live_versions, store_vers
 from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
-from candlefire_pipeline.parity.report import ParityReport
-from candlefire_pipeline.parity.report_files import load_latest
-from candlefire_pipeline.parity.shadow_window import load_latest_window
+from candlefire_pipeline.parity.report.files import load_latest
+from candlefire_pipeline.parity.report.model import ParityReport
+from candlefire_pipeline.parity.shadow.window import load_latest_window
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import ParityThresholds, Settings

@@ -6,7 +6,7 @@ request. A generation other than the default is read from its own target with it
 and query embedder (another model needs its own query vectors). CANDLEFIRE_SERVING_BACKEND is
 the emergency lever (on the default generation): "chroma" forces Chroma; "pgvector" is refused
 unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
-`retrieve` also hands a share of requests to the shadow worker (operations/shadow.py), which
+`retrieve` also hands a share of requests to the shadow worker (operations/shadow/served.py), which
 replays them on the stores that do not serve; the answer never waits for that. Shadow reads
 compare the default generation's stores, so they are offered only while it serves.
 """
@@ -24,10 +24,10 @@ from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.generations.view import generation_settings
-from candlefire_pipeline.operations.generations import generation_embedder, registry
+from candlefire_pipeline.operations.generations.lifecycle import generation_embedder, registry
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving_state import ServingState, Target, read_state
-from candlefire_pipeline.operations.shadow import ShadowWorker, shared_worker
+from candlefire_pipeline.operations.serving.state import ServingState, Target, read_state
+from candlefire_pipeline.operations.shadow.served import ShadowWorker, shared_worker
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever

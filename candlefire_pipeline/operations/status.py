@@ -9,10 +9,10 @@ from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
 from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.pg_versions import backend_versions
-from candlefire_pipeline.operations.serving import ServingState, read_state, sync_history
-from candlefire_pipeline.operations.serving_history import pending_entries
+from candlefire_pipeline.operations.serving.history import pending_entries
+from candlefire_pipeline.operations.serving.machine import ServingState, read_state, sync_history
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
-from candlefire_pipeline.parity.shadow_window import ShadowWindow, load_latest_window
+from candlefire_pipeline.parity.shadow.window import ShadowWindow, load_latest_window
 from candlefire_pipeline.settings import Settings, redact_dsn
 from candlefire_pipeline.stores import PGVECTOR, QDRANT
 

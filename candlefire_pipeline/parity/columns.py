@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.parity.queries import ParityQuery
-from candlefire_pipeline.parity.report import Divergence, QueryRow
+from candlefire_pipeline.parity.report.model import Divergence, QueryRow
 from candlefire_pipeline.parity.tracing import (
     TraceContext,
     compare_inventory,

@@ -1,4 +1,4 @@
-"""One gate's verdict (parity/gates.py evaluates them; parity/shadow_gates.py judges live
+"""One gate's verdict (parity/gates.py evaluates them; parity/shadow/gates.py judges live
 evidence with the same type)."""
 
 from __future__ import annotations

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from candlefire_pipeline.backends.pg.version import FLOOR, ServerVersions, dotted, missing_fixes
 from candlefire_pipeline.parity.gate_result import GateResult, failed
-from candlefire_pipeline.parity.shadow_gates import SHADOW_GATES, shadow_gates
+from candlefire_pipeline.parity.shadow.gates import SHADOW_GATES, shadow_gates
 from candlefire_pipeline.settings import ParityThresholds
 
 if TYPE_CHECKING:
-    from candlefire_pipeline.parity.report import ParityReport
-    from candlefire_pipeline.parity.shadow_window import ShadowWindow
+    from candlefire_pipeline.parity.report.model import ParityReport
+    from candlefire_pipeline.parity.shadow.window import ShadowWindow
 
 __all__ = ["GATES", "GateResult", "evaluate_gates", "failed", "gate_table_markdown"]
 

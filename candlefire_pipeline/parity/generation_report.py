@@ -8,7 +8,7 @@ from pathlib import Path
 
 from candlefire_pipeline.fsutil import write_atomic
 from candlefire_pipeline.parity.gates import gate_table_markdown, gates_from_dicts
-from candlefire_pipeline.parity.report import ParityReport
+from candlefire_pipeline.parity.report.model import ParityReport
 
 REPORT_GLOB = "compare-*.json"
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from candlefire_pipeline.parity import columns, metrics
 from candlefire_pipeline.parity.queries import ParityQuery
-from candlefire_pipeline.parity.report import Divergence, ParityReport, QueryRow
+from candlefire_pipeline.parity.report.model import Divergence, ParityReport, QueryRow
 from candlefire_pipeline.parity.tracing import (
     TraceContext,
     compare_inventory,

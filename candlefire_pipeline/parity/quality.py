@@ -1,7 +1,7 @@
 """Ranking quality on a judged set: nDCG@10 per query and a paired bootstrap interval.
 
 Pure functions: the judged set (queries with the ids of their relevant papers) and each
-ranking come from the caller (operations/generation_quality.py).
+ranking come from the caller (operations/generations/quality.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import numpy as np
 from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.corpus.ledger import diff_inventory
 from candlefire_pipeline.parity.queries import ParityQuery
-from candlefire_pipeline.parity.report import Divergence
+from candlefire_pipeline.parity.report.model import Divergence
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.variants import term_variants
 

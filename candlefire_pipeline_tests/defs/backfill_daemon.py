@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 
 from candlefire_pipeline.backends.factory import open_backend
-from candlefire_pipeline.defs.store_policies import STORE_POOLS
+from candlefire_pipeline.defs.stores.policies import STORE_POOLS
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import STORE_NAMES
 from candlefire_pipeline_tests import procs

@@ -12,8 +12,8 @@ from candlefire_pipeline.defs.parity_assets import parity_report, serving_backen
 from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.partitions import ingest_batches
 from candlefire_pipeline.defs.resources import PgVectorResource, build_resources
-from candlefire_pipeline.defs.store_assets import store_assets
-from candlefire_pipeline.defs.store_checks import build_store_checks
+from candlefire_pipeline.defs.stores.assets import store_assets
+from candlefire_pipeline.defs.stores.checks import build_store_checks
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import STORE_NAMES
 
@@ -43,7 +43,7 @@ def demo_deployment(monkeypatch, tmp: Path, pg_dsn: str):
     from candlefire_pipeline.corpus.demo import write_demo_drops
     from candlefire_pipeline.embedding import load_embedder
     from candlefire_pipeline.operations.parity import open_named_stores, run_report
-    from candlefire_pipeline.parity.report_files import write_report
+    from candlefire_pipeline.parity.report.files import write_report
 
     settings = pipeline_env(monkeypatch, tmp / "data", pg_dsn)
     first = write_demo_drops(settings.drops_dir)[0].name

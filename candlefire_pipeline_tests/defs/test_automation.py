@@ -11,8 +11,8 @@ from candlefire_pipeline.definitions import defs
 from candlefire_pipeline.defs.parity_assets import parity_report, serving_backend
 from candlefire_pipeline.defs.parity_checks import parity_checks
 from candlefire_pipeline.defs.resources import build_resources
-from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
-from candlefire_pipeline.defs.store_checks import stores_agree
+from candlefire_pipeline.defs.stores.assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.defs.stores.checks import stores_agree
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 

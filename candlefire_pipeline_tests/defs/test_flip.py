@@ -9,8 +9,8 @@ import pytest
 
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.corpus.demo import write_demo_drops
-from candlefire_pipeline.operations.serving_history import history
-from candlefire_pipeline.operations.serving_state import (
+from candlefire_pipeline.operations.serving.history import history
+from candlefire_pipeline.operations.serving.state import (
     DEGRADED,
     INITIAL,
     PINNED,
@@ -18,8 +18,8 @@ from candlefire_pipeline.operations.serving_state import (
     read_state,
 )
 from candlefire_pipeline.parity.gates import GATES
-from candlefire_pipeline.parity.report_files import load_latest
-from candlefire_pipeline.parity.report_markdown import report_markdown
+from candlefire_pipeline.parity.report.files import load_latest
+from candlefire_pipeline.parity.report.markdown import report_markdown
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import (
     Pipeline,

@@ -12,9 +12,9 @@ import pytest
 
 from candlefire_pipeline.corpus.demo import write_demo_drops
 from candlefire_pipeline.defs.resources import QdrantResource
-from candlefire_pipeline.operations.serving import read_state
+from candlefire_pipeline.operations.serving.machine import read_state
 from candlefire_pipeline.parity.gates import GATES
-from candlefire_pipeline.parity.report_files import load_latest
+from candlefire_pipeline.parity.report.files import load_latest
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.pipeline_harness import (
     Pipeline,

@@ -20,10 +20,10 @@ from candlefire_pipeline.defs.resources import build_resources
 from candlefire_pipeline.defs.shadow_assets import SHADOW_PARITY, shadow_checks, shadow_parity
 from candlefire_pipeline.embedding import load_embedder
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving_state import DEGRADED, INITIAL, PROMOTED, read_state
-from candlefire_pipeline.operations.shadow import ShadowWorker
+from candlefire_pipeline.operations.serving.state import DEGRADED, INITIAL, PROMOTED, read_state
+from candlefire_pipeline.operations.shadow.served import ShadowWorker
 from candlefire_pipeline.parity.queries import load_queries
-from candlefire_pipeline.parity.shadow_window import load_latest_window
+from candlefire_pipeline.parity.shadow.window import load_latest_window
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import (
     Pipeline,

@@ -10,7 +10,7 @@ from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from candlefire_pipeline.defs.ingest_assets import build_embeddings, chunks, embeddings, papers
 from candlefire_pipeline.defs.resources import build_resources
-from candlefire_pipeline.defs.store_assets import chroma_chunks, pgvector_chunks
+from candlefire_pipeline.defs.stores.assets import chroma_chunks, pgvector_chunks
 from candlefire_pipeline.defs.versions import embedding_code_version
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env

@@ -14,12 +14,12 @@ from candlefire_pipeline.embedding import EmbeddingCache, embedder_for
 from candlefire_pipeline.generations.batches import embed_batch
 from candlefire_pipeline.generations.identity import IndexLayout
 from candlefire_pipeline.generations.view import reports_dir
-from candlefire_pipeline.operations.generation_compare import run_comparison
-from candlefire_pipeline.operations.generations import create_generation
+from candlefire_pipeline.operations.generations.compare import run_comparison
+from candlefire_pipeline.operations.generations.lifecycle import create_generation
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving import CHANGED
-from candlefire_pipeline.operations.serving_commands import rollback
-from candlefire_pipeline.operations.serving_generation import promote_generation
+from candlefire_pipeline.operations.serving.commands import rollback
+from candlefire_pipeline.operations.serving.generation import promote_generation
+from candlefire_pipeline.operations.serving.machine import CHANGED
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID
 from candlefire_pipeline_tests.defs.pipeline_harness import pipeline_env
 from candlefire_pipeline_tests.generations.deployment import (

@@ -20,11 +20,11 @@ from candlefire_pipeline.operations.parity import (
     open_named_stores,
     run_report,
 )
-from candlefire_pipeline.operations.serving import CHANGED, INITIAL, REFUSED, read_state
-from candlefire_pipeline.operations.serving_commands import auto_promote
+from candlefire_pipeline.operations.serving.commands import auto_promote
+from candlefire_pipeline.operations.serving.machine import CHANGED, INITIAL, REFUSED, read_state
 from candlefire_pipeline.parity.gates import failed, gates_from_dicts
 from candlefire_pipeline.parity.queries import load_queries
-from candlefire_pipeline.parity.report_files import write_report
+from candlefire_pipeline.parity.report.files import write_report
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 
 

@@ -14,7 +14,7 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
-from candlefire_pipeline.operations.serving_commands import promote, rollback
+from candlefire_pipeline.operations.serving.commands import promote, rollback
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import demo_deployment
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving import PROMOTED, ServingState
+from candlefire_pipeline.operations.serving.machine import PROMOTED, ServingState
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.retrieval import als_corpus as als
 from candlefire_pipeline_tests.retrieval.test_vector_cache import CountingEmbedder

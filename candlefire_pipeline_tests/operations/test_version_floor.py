@@ -18,9 +18,9 @@ from candlefire_pipeline.operations.parity import (
     open_named_stores,
     run_report,
 )
-from candlefire_pipeline.operations.serving import INITIAL, PROMOTED, read_state
+from candlefire_pipeline.operations.serving.machine import INITIAL, PROMOTED, read_state
 from candlefire_pipeline.parity.gates import failed
-from candlefire_pipeline.parity.report_files import write_report
+from candlefire_pipeline.parity.report.files import write_report
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root

@@ -15,7 +15,7 @@ from candlefire_pipeline.parity.gates import (
     format_gate_table,
     gate_table_markdown,
 )
-from candlefire_pipeline.parity.report import ParityReport, QueryRow
+from candlefire_pipeline.parity.report.model import ParityReport, QueryRow
 from candlefire_pipeline.settings import ParityThresholds
 
 LEDGER = {"chroma": {"b1": 100.0, "b2": 200.0}, "pgvector": {"b1": 101.0, "b2": 201.0}}

@@ -10,7 +10,7 @@ from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
-from candlefire_pipeline.parity.report import DIVERGENCE_KINDS
+from candlefire_pipeline.parity.report.model import DIVERGENCE_KINDS
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.parity.demo_stores import (
     ABSTRACT_ONLY_PMID,

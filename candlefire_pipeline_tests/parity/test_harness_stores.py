@@ -14,8 +14,8 @@ from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
-from candlefire_pipeline.parity.report import ParityReport
-from candlefire_pipeline.parity.report_markdown import report_markdown
+from candlefire_pipeline.parity.report.markdown import report_markdown
+from candlefire_pipeline.parity.report.model import ParityReport
 from candlefire_pipeline.retrieval.retriever import TIMING_STAGES
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import SlowReads

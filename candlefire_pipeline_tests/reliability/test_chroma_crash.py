@@ -8,7 +8,7 @@ import pytest
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.corpus.ledger import diff_inventory
 from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
-from candlefire_pipeline.defs.store_checks import stores_agree
+from candlefire_pipeline.defs.stores.checks import stores_agree
 from candlefire_pipeline_tests.reliability.helpers import (
     ChromaServer,
     expected_hashes,

@@ -14,8 +14,8 @@ from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.backends.pg.roles import ensure_reader_role
 from candlefire_pipeline.embedding import HashingEmbedder
-from candlefire_pipeline.operations.serving import ROLLBACK, transition
-from candlefire_pipeline.operations.serving_history import history
+from candlefire_pipeline.operations.serving.history import history
+from candlefire_pipeline.operations.serving.machine import ROLLBACK, transition
 from candlefire_pipeline.retrieval.retriever import Retriever
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows

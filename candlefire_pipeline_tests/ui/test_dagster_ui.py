@@ -17,7 +17,7 @@ import dagster as dg
 import pytest
 
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
-from candlefire_pipeline.operations.serving import read_state
+from candlefire_pipeline.operations.serving.machine import read_state
 from candlefire_pipeline.settings import REPO_ROOT
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.ui.browser import HeadlessChromium

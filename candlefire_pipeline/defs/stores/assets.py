@@ -1,0 +1,186 @@
+"""The store assets: each applies the step's batches to its store (pgvector, Chroma, Qdrant).
+
+A step holds one drop file, or a backfill range of them (BackfillPolicy.multi_run); the range is
+applied in file-name order, the order the ledger assumes.
+"""
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from candlefire_pipeline.defs.batch_metadata import batch_span, combined
+from candlefire_pipeline.defs.ingest_assets import embeddings
+from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
+from candlefire_pipeline.defs.progress import progress_logger
+from candlefire_pipeline.defs.resources import (
+    ChromaResource,
+    PgVectorResource,
+    PipelineResource,
+    QdrantResource,
+)
+from candlefire_pipeline.defs.stores.policies import (
+    CHROMA_POOL,
+    POSTGRES_POOL,
+    QDRANT_POOL,
+    STORE_WRITE_RETRY,
+    retried_only_if_transient,
+)
+from candlefire_pipeline.generations.view import batches_dir as generation_batches_dir
+from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
+from candlefire_pipeline.operations.maintenance import gin_upkeep
+from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
+
+_SUMMED = (
+    "rows_written", "papers_replaced", "papers_unchanged", "papers_superseded",
+    "papers_deleted", "chunks_deleted",
+)  # fmt: skip
+
+
+def apply_metadata(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, store, generation=None
+) -> dict:
+    """Apply the step's batches to one store in file-name order; the materialization metadata.
+
+    `generation` None is the default generation (these assets); another one applies its own
+    batch files (its ledger) to its own target, under its own model identity.
+    """
+    settings = pipeline.settings()
+    keys = batch_keys(context)
+    if generation is None:
+        embedder = pipeline.embedder()
+        model, batches = (embedder.model_id, embedder.dim), settings.batches_dir
+    else:
+        model = (generation.identity.embedding_id, generation.identity.dim)
+        batches = generation_batches_dir(settings, generation)
+    summaries: dict[str, ApplySummary] = {}
+    with (
+        retried_only_if_transient(f"applying {batch_span(keys)}"),
+        store.open(generation) as backend,
+    ):
+        for key in keys:
+            summary = apply_batch(backend, batches, key, *model, progress=progress_logger(context))
+            context.log.info(
+                f"{summary.store} <- {key}: {summary.rows_written} rows written, "
+                f"{summary.papers_replaced} papers replaced, {summary.papers_deleted} deleted"
+            )
+            summaries[key] = summary
+        total = backend.count()
+        context.log.info(f"{backend.name} holds {total} chunks")
+        upkeep = _gin_upkeep(context, backend, summaries.values(), total)
+    metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED)
+    resumed = [batch for s in summaries.values() for batch in s.resumed]
+    return {
+        **metadata, **upkeep, "store_chunks": total,
+        "resumed_batches": ", ".join(resumed) or "none",
+    }  # fmt: skip
+
+
+def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries, total: int) -> dict:
+    """pgvector's trigram GIN checked after a large write, rebuilt concurrently past its bound."""
+    if backend.name != PGVECTOR:
+        return {}
+    changed = sum(s.rows_written + s.chunks_deleted for s in summaries)
+    try:
+        upkeep = gin_upkeep(backend, changed, total)
+    except Exception as exc:  # the batch is committed: a failed check must not fail the write
+        context.log.warning(f"trigram index not checked: {type(exc).__name__}: {exc}")
+        return {"gin_upkeep": f"not checked: {type(exc).__name__}"}
+    if not upkeep.figures:
+        return {"gin_upkeep": f"not checked: {upkeep.notes[0]}"}
+    out = {
+        "gin_bloat": upkeep.figures["gin_bloat"],
+        "gin_upkeep": upkeep.notes[0] if upkeep.notes else "within bound",
+    }
+    for action in upkeep.actions:
+        out["gin_upkeep"] = (
+            f"reindex FAILED: {action.error}" if action.error
+            else f"reindexed in {action.seconds:.1f} s: {action.reason}"
+        )  # fmt: skip
+        context.log.info(f"{action.target}: {out['gin_upkeep']}")
+    return out
+
+
+def _metadata(summary: ApplySummary) -> dict:
+    return {
+        "rows_written": summary.rows_written,
+        "papers_replaced": summary.papers_replaced,
+        "papers_unchanged": summary.papers_unchanged,
+        "papers_superseded": summary.papers_superseded,
+        "papers_deleted": summary.papers_deleted,
+        "chunks_deleted": summary.chunks_deleted,
+        "seconds": round(summary.seconds, 3),
+        "rows_per_second": round(summary.rows_per_second, 1),
+    }
+
+
+_APPLY_RULES = (
+    "Only papers whose content changed are rewritten (replace by paper: a paper's old chunks "
+    "go); a MEDLINE DeleteCitation removes the paper; a batch never overwrites a newer version "
+    "of a paper that a later drop already applied to this store, so drops may arrive in any "
+    "order. A backfill run applies its range of drops in file-name order. Retried with backoff "
+    "on connection errors only."
+)
+
+_STORE = {
+    "partitions_def": ingest_batches,
+    "backfill_policy": ingest_backfill_policy,
+    "group_name": "stores",
+    "deps": [embeddings],
+    "retry_policy": STORE_WRITE_RETRY,
+}
+
+
+@dg.asset(
+    **_STORE,
+    kinds={"postgres"},
+    pool=POSTGRES_POOL,
+    description=(
+        "The batch applied to the Postgres + pgvector `chunks` table in one transaction "
+        f"(HNSW cosine index, trigram index for substring grounding). {_APPLY_RULES}"
+    ),
+    metadata={"store": "postgres+pgvector", "pool": POSTGRES_POOL},
+)
+def pgvector_chunks(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, pgvector: PgVectorResource
+) -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, pgvector))
+
+
+@dg.asset(
+    **_STORE,
+    kinds={"chromadb"},
+    pool=CHROMA_POOL,
+    description=(
+        "The batch applied to the Chroma collection the app serves from today: the same chunk "
+        f"ids and precomputed vectors as pgvector, cosine space. {_APPLY_RULES}"
+    ),
+    metadata={"store": "chroma", "pool": CHROMA_POOL},
+)
+def chroma_chunks(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, chroma: ChromaResource
+) -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, chroma))
+
+
+@dg.asset(
+    **_STORE,
+    kinds={"qdrant"},
+    pool=QDRANT_POOL,
+    description=(
+        "The batch applied to the Qdrant collection, evaluated by the parity report but never "
+        f"served: the same chunk ids and vectors, cosine distance. {_APPLY_RULES}"
+    ),
+    metadata={"store": "qdrant", "pool": QDRANT_POOL},
+)
+def qdrant_chunks(
+    context: dg.AssetExecutionContext, pipeline: PipelineResource, qdrant: QdrantResource
+) -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, qdrant))
+
+
+STORE_ASSETS = {PGVECTOR: pgvector_chunks, CHROMA: chroma_chunks, QDRANT: qdrant_chunks}
+
+
+def store_assets(stores: Sequence[str]) -> list[dg.AssetsDefinition]:
+    """The store assets of the fed stores (Settings.stores), in that order."""
+    return [STORE_ASSETS[name] for name in stores]
