@@ -2,8 +2,7 @@
 
 Entry: `benchmark` (the `retrieval`, `effort` and `qdrant` benchmarks). `parts` runs the
 retrieval benchmark part by part: `quality` (SciFact nDCG@10 / recall@100), `latency` and
-`latency_report` (full retrieve() by stage, agreement, fan-out profile, grounding), `sweep`
-(per-stage ef_search on one build), `layouts` (vector / halfvec / binary), `qdrant_part` (Qdrant
-beside them). `effort` sweeps the per-stage effort on three builds with `fanout`;
-`qdrant_local` measures Qdrant local mode itself.
+`latency_report` (full retrieve() by stage, agreement, fan-out profile, grounding), `layouts`
+(vector / halfvec / binary), `qdrant_part` (Qdrant beside them). `effort` sweeps the per-stage
+ANN effort on three builds, with `fanout`; `qdrant_local` measures Qdrant local mode itself.
 """

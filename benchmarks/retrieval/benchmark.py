@@ -6,15 +6,13 @@ from __future__ import annotations
 from benchmarks.common import options
 from benchmarks.registry import Benchmark
 
-RETRIEVAL_PARTS = ("quality", "latency", "sweep", "layouts", "qdrant")
+RETRIEVAL_PARTS = ("quality", "latency", "layouts", "qdrant")
 
 
 def retrieval_options(parser) -> None:
     options.parts(parser, RETRIEVAL_PARTS, full=RETRIEVAL_PARTS[:-1])
     options.size(parser, 62_196, quick=3_000, help="chunks of the latency workload")
     options.requests(parser, 60, quick=8)
-    options.option(parser, "--sweep-requests", options.positive_int, 200, quick=10,
-                   help="requests per point of the sweep part")  # fmt: skip
     options.docs(parser, quick=300, help="SciFact abstracts of the quality part")
     parser.add_argument("--no-builds", action="store_true", help="skip HNSW builds by size")
     parser.add_argument("--rebuild", action="store_true", help="first-build every layout table")

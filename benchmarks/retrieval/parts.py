@@ -1,4 +1,4 @@
-"""Retrieval quality (SciFact), full-retrieve latency, per-stage ef sweep and layouts at 62k chunks.
+"""Retrieval quality (SciFact), full-retrieve latency and the vector layouts at 62k chunks.
 
 The qdrant part (retrieval/qdrant_part.py) is opt-in: --parts qdrant (local mode is slow).
 Stores and embeddings are cached under data/bench_retrieval (CANDLEFIRE_BENCH_DIR); each part
@@ -26,7 +26,6 @@ from benchmarks.retrieval import latency_report as sections
 from benchmarks.retrieval import quality as retrieval_quality
 from benchmarks.retrieval.layouts import compare
 from benchmarks.retrieval.qdrant_part import qdrant_part
-from benchmarks.retrieval.sweep import sweep
 from candlefire_pipeline.backends.factory import pg_ann_params
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.embedding.memo import MemoEmbedder
@@ -35,14 +34,13 @@ from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
 
 logger = logging.getLogger(__name__)
 #: Every part, in the section's order (the qdrant part runs only when asked for).
-PARTS = ("quality", "latency", "sweep", "layouts", "qdrant")
+PARTS = ("quality", "latency", "layouts", "qdrant")
 
 
 def title(part: str, size: int) -> str:
     return {
         "quality": "### Quality (SciFact)",
         "latency": f"### Latency ({size:,} chunks)",
-        "sweep": f"### Per-stage ANN effort ({size:,} chunks)",
         "layouts": f"### vector / halfvec / binary quantization ({size:,} chunks)",
         "qdrant": "### Qdrant beside pgvector and Chroma (one run)",
     }[part]
@@ -118,18 +116,6 @@ def oracle_and_requests(work: Workload, embedder, dsn: str, n: int):
     return stores, requests, oracle
 
 
-def sweep_part(embedder, dsn: str, args) -> list[str]:
-    memo = MemoEmbedder(embedder)
-    stores, requests, oracle = oracle_and_requests(
-        latency_workload(embedder, args.size), memo, dsn, args.sweep_requests
-    )
-    table = sized_label("latency", args.size, LATENCY_CHUNKS)
-    lines, _, _ = sweep(dsn, table, pg_ann_params(Settings.from_env()), memo, requests, oracle)
-    for store in stores.values():
-        store.close()
-    return lines
-
-
 def layouts_part(embedder, dsn: str, args) -> list[str]:
     memo = MemoEmbedder(embedder)
     work = latency_workload(embedder, args.size)
@@ -146,7 +132,7 @@ def layouts_part(embedder, dsn: str, args) -> list[str]:
 
 
 RUNNERS = {
-    "quality": quality, "latency": latency, "sweep": sweep_part, "layouts": layouts_part,
+    "quality": quality, "latency": latency, "layouts": layouts_part,
     "qdrant": qdrant_part,
 }  # fmt: skip
 
