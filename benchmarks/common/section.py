@@ -13,8 +13,9 @@ BENCHMARKS_MD = Path(__file__).resolve().parents[2] / "docs" / "BENCHMARKS.md"
 HEADER = (
     "# Benchmarks\n\nLatest figures of `python -m benchmarks NAME` (`python -m benchmarks --list`"
     " names each benchmark, what it measures and the sections it writes); each rewrites only its"
-    " own sections.\nRatios are measured side by side in one process; timings are medians over"
-    " repeats on a 2-core, no-GPU machine.\n"
+    " own sections. `--quick` runs a benchmark at small sizes without writing.\nRatios are"
+    " measured side by side in one process; timings are medians over repeats on a 2-core, no-GPU"
+    " machine.\n"
 )
 
 
