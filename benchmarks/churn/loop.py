@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from benchmarks.common.requests import ExactAnnOracle, answer_all, final_recall
+from benchmarks.common.requests import ExactAnnOracle, answer_all, final_recall, timed_answers
 from candlefire_pipeline.backends.pg.health import table_health, vacuum
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.retrieval.retriever import Retriever
@@ -36,18 +36,6 @@ class Checkpoint:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def timed_answers(retriever: Retriever, requests: Sequence, warmup: int = 3):
-    """retrieve() of every request, and its seconds each (after `warmup` untimed requests)."""
-    for r in requests[:warmup]:
-        retriever.retrieve(r.query, r.entities, r.terms)
-    answers, seconds = [], []
-    for r in requests:
-        started = time.perf_counter()
-        answers.append(retriever.retrieve(r.query, r.entities, r.terms))
-        seconds.append(time.perf_counter() - started)
-    return answers, seconds
 
 
 STAGES = ("semantic", "entities", "keyword", "grounding")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from benchmarks.churn.loop import timed_answers
+from benchmarks.common.requests import timed_answers
 from candlefire_pipeline.backends.pg.connect import connect
 from candlefire_pipeline.backends.pg.health import reindex_concurrently, table_health
 from candlefire_pipeline.parity import metrics

@@ -4,6 +4,7 @@ how answers are judged against an exact oracle (final and per-stage recall)."""
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -99,3 +100,15 @@ def list_recall(answers: Sequence, oracle_answers: Sequence, field: str) -> floa
 
 def answer_all(retriever, requests: Sequence[Request]) -> list:
     return [retriever.retrieve(r.query, r.entities, r.terms) for r in requests]
+
+
+def timed_answers(retriever, requests: Sequence[Request], warmup: int = 3):
+    """retrieve() of every request, and its seconds each (after `warmup` untimed requests)."""
+    for r in requests[:warmup]:
+        retriever.retrieve(r.query, r.entities, r.terms)
+    answers, seconds = [], []
+    for r in requests:
+        started = time.perf_counter()
+        answers.append(retriever.retrieve(r.query, r.entities, r.terms))
+        seconds.append(time.perf_counter() - started)
+    return answers, seconds

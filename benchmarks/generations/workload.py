@@ -4,7 +4,6 @@ builds)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common.corpus import entity_pool, synthetic_corpus
 from benchmarks.common.data import scifact_queries, scifact_records
-from benchmarks.common.requests import Request, make_requests
+from benchmarks.common.requests import Request, make_requests, timed_answers
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA, DELETED_SCHEMA, PAPER_SCHEMA
 
 
@@ -63,20 +62,11 @@ def serve(settings, requests: list[Request], idle: int, results, stop) -> None:
     retriever = Retriever(backend, embedder_for(settings, "query"), settings.retrieval)
     for request in requests[:3]:  # connection and first-call costs
         retriever.retrieve(request.query, request.entities, request.terms)
-    results.put(("idle", _timed(retriever, requests[:idle])))
+    results.put(("idle", timed_answers(retriever, requests[:idle], warmup=0)[1]))
     seconds, position = [], idle
     while not stop.is_set():
         request = requests[position % len(requests)]
-        seconds += _timed(retriever, [request])
+        seconds += timed_answers(retriever, [request], warmup=0)[1]
         position += 1
     results.put(("building", seconds))
     backend.close()
-
-
-def _timed(retriever, requests: list[Request]) -> list[float]:
-    out = []
-    for request in requests:
-        started = time.perf_counter()
-        retriever.retrieve(request.query, request.entities, request.terms)
-        out.append(time.perf_counter() - started)
-    return out

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import __main__ as cli
 from benchmarks import registry
-from benchmarks.common import section
+from benchmarks.common import options, section
 from benchmarks.common.section import Output
 from benchmarks.registry import Benchmark
 from candlefire_pipeline.settings import REPO_ROOT
@@ -179,3 +179,20 @@ def test_the_generations_the_options_offer_are_the_ones_it_builds():
     from benchmarks.generations import benchmark, beside
 
     assert tuple(beside.NEW) == benchmark.NEW_GENERATIONS
+
+
+def resolved(argv: list[str]) -> dict:
+    args = cli.build_parser(FOUND).parse_args(argv)
+    return vars(options.resolve(args))
+
+
+#: Benchmarks whose only input is the shared data as it is: --quick changes nothing but writing.
+NOTHING_TO_SHRINK = {"scale-inputs"}
+
+
+@pytest.mark.parametrize("name", list(FOUND))
+def test_quick_shrinks_every_benchmark_that_has_a_size(name):
+    full, quick = resolved([name]), resolved([name, "--quick"])
+    assert not [k for k, v in {**full, **quick}.items() if isinstance(v, options.Default)]
+    shrunk = {k for k in full if k != "quick" and full[k] != quick[k]}
+    assert bool(shrunk) == (name not in NOTHING_TO_SHRINK), shrunk
