@@ -1,4 +1,5 @@
-"""The embedding stage (`write_embeddings`) against the raw model call on the same texts."""
+"""The embedding benchmark: the stage (`write_embeddings`) against the raw model call on the same
+texts, and (with embedding/rss.py) the peak RSS of a whole build."""
 
 from __future__ import annotations
 

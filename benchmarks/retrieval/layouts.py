@@ -30,7 +30,6 @@ LAYOUTS = {
     "vector": ("vector", "none", (None,)),
     "halfvec": ("halfvec", "none", (None,)),
     "binary": ("vector", "binary", (4, 10, 20)),
-    "halfvec+binary": ("halfvec", "binary", (10,)),
 }
 #: Shares of the table (in quarters, by hash of chunk_id) the HNSW build is timed at.
 BUILD_QUARTERS = (1, 2, 4)
