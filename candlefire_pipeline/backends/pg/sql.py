@@ -181,6 +181,59 @@ def result_columns(alias: str = "c") -> sql.Composed:
     return sql.SQL(", ").join(sql.Identifier(alias, c) for c in RESULT_COLUMNS)
 
 
+def nearest_rows(
+    names: Names,
+    cond: sql.Composable,
+    n: int,
+    layout: Layout,
+    dim: int,
+    candidates: int,
+    exact: bool,
+    inner_cols: sql.Composable,
+    tiebreak: sql.Composable | None = None,
+) -> tuple[sql.Composed, list]:
+    """The top n rows of table alias `c` nearest to `q.vec` (the LATERAL body of a batch of
+    query vectors) with their `distance`, and its LIMIT parameters.
+
+    With a compressed index (half precision, binary quantization) the HNSW walk orders by the
+    index's distance for `candidates` rows, which are then re-ranked by exact cosine distance on
+    the stored float32 vectors. `exact` orders every row by its cosine distance instead (an
+    expression the HNSW index does not match, so no graph walk); `tiebreak` orders equal
+    distances there and in the re-rank (a graph walk's order is the index's).
+    """
+    query_vec = sql.SQL("q.vec")
+    embedding = sql.SQL("c.embedding")
+    tie = sql.SQL("") if tiebreak is None else sql.SQL(", ") + tiebreak
+    if exact:
+        nearest = sql.SQL(
+            "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
+            "FROM {t} c WHERE {cond} ORDER BY (c.embedding <=> {q}) + 0{tie} LIMIT %s"
+        )
+        limits = [n]
+    elif layout.reranked:
+        nearest = sql.SQL(
+            """SELECT {inner_cols}, c.embedding <=> {q} AS distance FROM (
+                SELECT * FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s
+            ) c ORDER BY distance{tie} LIMIT %s"""
+        )
+        limits = [candidates, n]
+    else:
+        nearest = sql.SQL(
+            "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
+            "FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s"
+        )
+        limits = [n]
+    body = nearest.format(
+        inner_cols=inner_cols,
+        q=query_vec,
+        t=names.ident(),
+        cond=cond,
+        ann=layout.ann_distance(embedding, query_vec, dim),
+        tie=tie,
+    )
+    return body, limits
+
+
 def semantic_query(
     names: Names,
     where: Filter,
@@ -191,53 +244,24 @@ def semantic_query(
     candidates: int,
     exact: bool = False,
 ) -> tuple[sql.Composed, list]:
-    """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector.
+    """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector
+    (nearest_rows).
 
-    With a compressed index (half precision, binary quantization) the HNSW walk orders by the
-    index's distance for `candidates` rows, which are then re-ranked by exact cosine distance on
-    the stored float32 vectors. `exact` orders every row by its cosine distance instead (an
-    expression the HNSW index does not match, so no graph walk). The vectors go as a binary
-    parameter (%b): pgvector-python's text form formats every float in Python (2.5 ms per
-    384-dim vector at load 13 here), which was most of the 12-name fan-out's client time.
+    The vectors go as a binary parameter (%b): pgvector-python's text form formats every float
+    in Python (2.5 ms per 384-dim vector at load 13 here), which was most of the 12-name
+    fan-out's client time.
     """
     conds, params = where_clause(where)
-    query_vec = sql.SQL("q.vec")
-    embedding = sql.SQL("c.embedding")
-    if exact:
-        nearest = sql.SQL(
-            "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
-            "FROM {t} c WHERE {cond} ORDER BY (c.embedding <=> {q}) + 0 LIMIT %s"
-        )
-        limits = [n]
-    elif layout.reranked:
-        nearest = sql.SQL(
-            """SELECT {inner_cols}, c.embedding <=> {q} AS distance FROM (
-                SELECT * FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s
-            ) c ORDER BY distance LIMIT %s"""
-        )
-        limits = [candidates, n]
-    else:
-        nearest = sql.SQL(
-            "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
-            "FROM {t} c WHERE {cond} ORDER BY {ann} LIMIT %s"
-        )
-        limits = [n]
+    nearest, limits = nearest_rows(
+        names, _conjunction(conds), n, layout, dim, candidates, exact, result_columns()
+    )
     query = sql.SQL(
         """SELECT q.ord, {cols}, 1 - c.distance AS similarity
         FROM unnest(%b::vector[]) WITH ORDINALITY AS q(vec, ord)
         CROSS JOIN LATERAL ({nearest}) c
         ORDER BY q.ord, c.distance, c.chunk_id COLLATE "C"
         """
-    ).format(
-        cols=result_columns(),
-        nearest=nearest.format(
-            inner_cols=result_columns(),
-            q=query_vec,
-            t=names.ident(),
-            cond=_conjunction(conds),
-            ann=layout.ann_distance(embedding, query_vec, dim),
-        ),
-    )
+    ).format(cols=result_columns(), nearest=nearest)
     return query, [vectors, *params, *limits]
 
 
