@@ -59,9 +59,8 @@ class PgCollectionStore:
         self._session, self._rows = SessionSettings(), RowEstimate()
         self._dsn = dsn
         self._conn = open_connection(dsn)
-        self._model: tuple[str, int] | None = None
         try:
-            self._ready()
+            self.model = self._check_table()
         except BaseException:
             self._conn.close()
             raise
@@ -74,22 +73,15 @@ class PgCollectionStore:
             self._session.forget()
         return self._conn
 
-    @property
-    def model(self) -> tuple[str, int] | None:
-        """The table's (model, dim); None while the table does not exist (an empty collection)."""
-        return self._ready()
-
-    def _ready(self) -> tuple[str, int] | None:
-        if self._model is None:
-            self._model = self._check_table()
-        return self._model
-
-    def _check_table(self) -> tuple[str, int] | None:
-        """The table's model, None when it does not exist yet (an empty collection)."""
+    def _check_table(self) -> tuple[str, int]:
+        """The table's (model, dim), once its layout and insertion order are checked."""
         conn = self.conn
         table = self.names.ident().as_string(conn)
         if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", [table]).fetchone()[0]:
-            return None
+            raise BackendUnavailableError(
+                f"pgvector table {self.names.table!r} does not exist: nothing was ever written "
+                "to it (check CANDLEFIRE_PG_TABLE), so the collection cannot serve from it"
+            )
         check_layout(stored_layout(conn, table, self.names.hnsw.as_string(conn)),
                      self.layout, self.names.table)  # fmt: skip
         if not has_insertion_order(conn, self.names):
@@ -98,14 +90,14 @@ class PgCollectionStore:
                 "get() cannot answer in Chroma's order: apply any batch (the writer adds it on "
                 "its next write), then open the collection again"
             )
-        row = conn.execute(
+        model_id, dim = conn.execute(
             sql.SQL("SELECT model_id, dim FROM {m}").format(m=self.names.meta)
         ).fetchone()
-        return None if row is None else (row[0], int(row[1]))
+        return model_id, int(dim)
 
     def embed(self, texts: tuple[str, ...]) -> np.ndarray:
         """The texts' query vectors (one embedder call), from the model the table was built with."""
-        if self.model is not None and self.embedder.model_id != self.model[0]:
+        if self.embedder.model_id != self.model[0]:
             raise BackendUnavailableError(
                 f"pgvector table {self.names.table!r} holds vectors of {self.model[0]!r}; the "
                 f"query embedder is {self.embedder.model_id!r}"
@@ -113,16 +105,12 @@ class PgCollectionStore:
         return self.embedder.embed(list(texts))
 
     def count(self) -> int:
-        if self.model is None:
-            return 0
         query = sql.SQL("SELECT count(*) FROM {t}").format(t=self.names.ident())
         with self._lock:
             return int(self.conn.execute(query).fetchone()[0])
 
     def get(self, call: GetCall) -> dict:
         embeddings = "embeddings" in call.include
-        if self.model is None:
-            return get_result([], call.include)
         ids = (sql.SQL("c.chunk_id = ANY(%s)"), [list(call.ids)]) if call.ids else None
         parts = [filter_sql(call.where), filter_sql(call.where_document)]
         condition = conjunction(*parts, *([ids] if ids else []))
@@ -135,8 +123,6 @@ class PgCollectionStore:
         return get_result([_row(r) for r in rows], call.include)
 
     def query(self, call: QueryCall, vectors: np.ndarray) -> dict:
-        if self.model is None:
-            return query_result([[] for _ in range(len(vectors))], call.include)
         check_dim(self.model, vectors.shape[1])
         with self._lock:
             hits = self._nearest(call, vectors)
