@@ -21,6 +21,26 @@ from candlefire_pipeline_tests.app.corpus import promote_directly
 TIE = 1e-5
 
 
+class Counting:
+    """The embedder, counting its calls; and a collection wrapper counting query calls."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls, self.model_id, self.dim = inner, 0, inner.model_id, inner.dim
+
+    def embed(self, texts):
+        self.calls += 1
+        return self.inner.embed(texts)
+
+
+class CountingCalls:
+    def __init__(self, collection) -> None:
+        self.collection, self.calls = collection, {"count": 0, "get": 0, "query": 0}
+
+    def __getattr__(self, name):
+        self.calls[name] += 1
+        return getattr(self.collection, name)
+
+
 class EmbeddingCollection:
     """The real collection as candle-fire opens it: query texts embedded by the model (its
     embedding function), everything else Chroma's own."""
@@ -87,13 +107,15 @@ def test_the_search_path_answers_alike_on_every_conformance_query(
         conformance_embedder,
     )
     swaps, grounded, cited = 0, 0, 0
-    with open_collection(stores, conformance_embedder) as served:
+    embedder = Counting(conformance_embedder)
+    with open_collection(stores, embedder) as collection:
+        served = CountingCalls(collection)
         assert served.count() == chroma.count() == 2542
         for query in conformance.queries:
             where = query.id
             args = (query.text, list(query.entities), list(query.terms))
             expected, got = app.answer(chroma, *args), app.answer(served, *args)
-            assert served.target.backend == "pgvector"
+            assert collection.target.backend == "pgvector"
             for stage in ("search", "entities", "keyword"):
                 swaps += same_rows(getattr(expected, stage), getattr(got, stage), "chunk_id",
                                    "similarity", f"{where} {stage}")  # fmt: skip
@@ -103,6 +125,9 @@ def test_the_search_path_answers_alike_on_every_conformance_query(
             assert got.paper == expected.paper, where
             grounded += sum(corpus for corpus, _ in got.grounding.values())
             cited += len(got.texts)
+    assert embedder.calls == served.calls["query"]  # one embedder call per query()
+    calls = {kind: round(n / 110, 1) for kind, n in served.calls.items()}
+    print(f"per request: {calls} calls; {embedder.calls / 110:.1f} embedder calls")
     assert len(conformance.queries) == 110
     assert grounded > 50 and cited > 110 * 10  # the stages found things, on both
     assert swaps <= 5, f"{swaps} places swapped between tied rows"
