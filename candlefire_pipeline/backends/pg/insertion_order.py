@@ -4,11 +4,13 @@ Chroma 1.5 returns `get` rows, and orders equal `query` distances, in its intern
 order: an upsert of an existing id keeps the row's place, a delete then an add moves it to the
 end. The project's Chroma store replaces a paper by upserting its chunks and then deleting the
 stale ones; the pgvector store replaces it by DELETE + COPY in one transaction. So `seq` (an
-identity column) numbers rows as they are inserted, and two statement triggers give a replace
-Chroma's rule: the rows a statement deletes leave (chunk_id, seq) in a session temp table emptied
-at every commit; when the same transaction inserts a row with one of those ids, it takes its old
-seq back. A delete in one transaction and an add in a later one moves the row to the end, as the
-same calls do in Chroma.
+identity column) numbers rows as they are inserted, and two triggers give a replace Chroma's
+rule: the rows a statement deletes leave (chunk_id, seq) in a session temp table emptied at every
+commit; a row the same transaction inserts with one of those ids takes its old seq back as it is
+inserted (a BEFORE row trigger: no second row version, no second index entry). A delete in one
+transaction and an add in a later one moves the row to the end, as the same calls do in Chroma.
+Measured here (4 runs, a busy machine): COPY of 60k 384-dim rows into the bare table (the first
+build's path) was no slower with the row trigger than without it.
 
 `ensure_insertion_order` runs in the writer's locked transaction on every write (one catalog
 query once everything is there). A table from before `seq` gets the column on the writer's next
@@ -55,17 +57,15 @@ $body$"""
 
 KEEP_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION {KEEP}() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE
+    carried bigint;
 BEGIN
-    IF to_regclass('pg_temp.candlefire_seq_carry') IS NULL THEN
-        RETURN NULL;
+    SELECT k.seq INTO carried FROM pg_temp.candlefire_seq_carry k
+        WHERE k.relid = TG_RELID AND k.chunk_id = NEW.chunk_id;
+    IF carried IS NOT NULL THEN
+        NEW.seq := carried;
     END IF;
-    EXECUTE format(
-        'WITH kept AS (UPDATE %I.%I t SET seq = k.seq FROM pg_temp.candlefire_seq_carry k '
-        'WHERE k.relid = $1 AND t.chunk_id = k.chunk_id RETURNING k.chunk_id) '
-        'DELETE FROM pg_temp.candlefire_seq_carry k USING kept '
-        'WHERE k.relid = $1 AND k.chunk_id = kept.chunk_id',
-        TG_TABLE_SCHEMA, TG_TABLE_NAME) USING TG_RELID;
-    RETURN NULL;
+    RETURN NEW;
 END
 $body$"""
 
@@ -124,9 +124,12 @@ def _create_triggers(conn: psycopg.Connection, names: Names) -> None:
             "FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
         ).format(g=carry, t=names.ident(), f=sql.Identifier(CARRY))
     )
+    # the row trigger runs only in a session whose deletes carried something (the temp table
+    # exists): a load into a table nothing was deleted from pays one WHEN test per row
     conn.execute(
         sql.SQL(
-            "CREATE OR REPLACE TRIGGER {g} AFTER INSERT ON {t} "
-            "FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
+            "CREATE OR REPLACE TRIGGER {g} BEFORE INSERT ON {t} FOR EACH ROW "
+            "WHEN (to_regclass('pg_temp.candlefire_seq_carry') IS NOT NULL) "
+            "EXECUTE FUNCTION {f}()"
         ).format(g=keep, t=names.ident(), f=sql.Identifier(KEEP))
     )
