@@ -89,7 +89,7 @@ class CallJob:
             answer = self._replay(store)
             record.shadow_ms = (time.perf_counter() - started) * 1000.0
         except Exception as exc:  # any failure of the shadow read is its record
-            _OPENED.pop(target.name, None)
+            _forget(target.name)
             record.error = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
             return record
         judge(record, self.served_ids, self.served_distances, *_lists(self.call, answer))
@@ -108,6 +108,16 @@ def _store(replayer, target):
         _OPENED[target.name] = open_store(Target(target.backend), replayer.settings,
                                           replayer.embedder)  # fmt: skip
     return _OPENED[target.name]
+
+
+def _forget(name: str) -> None:
+    """Drop a store whose read failed: the next replay opens it again."""
+    store = _OPENED.pop(name, None)
+    if store is not None:
+        try:
+            store.close()
+        except Exception:  # it is being thrown away
+            pass
 
 
 def judge(record: ShadowRecord, served: list, served_d, shadow: list, shadow_d) -> None:
