@@ -25,6 +25,7 @@ LAYERS = [
     {"retrieval"},
     {"parity"},
     {"operations"},
+    {"app"},  # the candle-fire app's collection (chromadb-compatible, on the serving store)
     {"demo_story"},
     {"defs"},
     {"definitions"},

@@ -3,9 +3,9 @@
 The app keeps a ServingReader and calls `retrieve(...)` (or `retriever()`) per request; the
 switch file is re-read when it changes (a stat per call), so a rollback takes effect on the next
 request. A generation other than the default is read from its own target with its own settings
-and query embedder (another model needs its own query vectors). CANDLEFIRE_SERVING_BACKEND is
-the emergency lever (on the default generation): "chroma" forces Chroma; "pgvector" is refused
-unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
+and query embedder (another model needs its own query vectors). How the switch is followed (and
+the CANDLEFIRE_SERVING_BACKEND lever) is operations/serving/follow.py's, shared with the app's
+Chroma-compatible collection (app/). With CANDLEFIRE_SHADOW_RATE > 0,
 `retrieve` also hands a share of requests to the shadow worker (operations/shadow/served.py), which
 replays them on the stores that do not serve; the answer never waits for that. Shadow reads
 compare the default generation's stores, so they are offered only while it serves.
@@ -13,46 +13,26 @@ compare the default generation's stores, so they are offered only while it serve
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import astuple
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
-from candlefire_pipeline.generations.view import generation_settings
-from candlefire_pipeline.operations.generations.lifecycle import generation_embedder, registry
-from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving.state import ServingState, Target, read_state
+from candlefire_pipeline.operations.serving.follow import ServingRefusedError, SwitchFollower
+from candlefire_pipeline.operations.serving.state import ServingState, Target
 from candlefire_pipeline.operations.shadow.served import ShadowWorker, shared_worker
-from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
 from candlefire_pipeline.settings import Settings
-from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
-log = logging.getLogger(__name__)
+__all__ = ["ServingReader", "ServingRefusedError"]
 
 
 def _listed(terms: Sequence[str] | None) -> list[str] | None:
     """None stays None: the app's rule takes the terms from the query text."""
     return None if terms is None else list(terms)
-
-
-class ServingRefusedError(RuntimeError):
-    """The reader will not serve what was asked (e.g. forcing pgvector without a passing report)."""
-
-
-def _signature(path) -> tuple | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 class ServingReader:
@@ -74,16 +54,7 @@ class ServingReader:
         self.reranker = reranker or load_reranker(settings.retrieval.reranker_model)
         #: one cache for every Retriever this reader builds: a switch keeps the names' vectors
         self.vector_cache = QueryVectorCache(settings.retrieval.query_vector_cache)
-        #: concurrent requests share the reader: one of them re-reads the switch at a time
-        self._switching = threading.Lock()
-        self._seen: tuple | None | bool = False  # False: never read
-        self._backend: VectorBackend | None = None
-        self._retriever: Retriever | None = None
-        self.state: ServingState | None = None
-        self.backend_name: str | None = None
-        self.generation: str | None = None
-        #: generation name -> its query embedder (the default's is the one given)
-        self._embedders = {DEFAULT_NAME: embedder}
+        self._follower = SwitchFollower(settings, embedder, self._open_retriever, _close_retriever)
         #: None: the process-wide worker, started on the first request if the rate is > 0
         self._shadow = shadow
 
@@ -92,6 +63,21 @@ class ServingReader:
         if self._shadow is None and self.settings.shadow.enabled:
             self._shadow = shared_worker(self.settings)
         return self._shadow
+
+    @property
+    def state(self) -> ServingState | None:
+        """The switch as last read (None before the first request)."""
+        return self._follower.state
+
+    @property
+    def backend_name(self) -> str | None:
+        target = self._follower.target
+        return None if target is None else target.backend
+
+    @property
+    def generation(self) -> str | None:
+        target = self._follower.target
+        return None if target is None else target.generation
 
     def retrieve(
         self, query: str, entity_names: Sequence[str] = (), terms: Sequence[str] | None = None
@@ -114,74 +100,23 @@ class ServingReader:
 
     def _current(self) -> tuple[Retriever, str, str]:
         """The Retriever for this request, the store and generation it reads (one decision)."""
-        seen = _signature(self.settings.serving_file)
-        with self._switching:
-            if self._retriever is None or seen != self._seen:
-                self._switch(seen)
-            return self._retriever, self.backend_name, self.generation
+        retriever, target = self._follower.current()
+        return retriever, target.backend, target.generation
 
-    def _switch(self, seen) -> None:
-        self.state = self._read_state()
-        wanted = self._choose(self.state)
-        if wanted != Target(self.backend_name, self.generation) or self._retriever is None:
-            view, embedder = self._generation(wanted.generation)
-            backend = self._opener(wanted.backend, view)  # open first: a failure keeps the old
-            self._close_backend()
-            self._backend, self.backend_name, self.generation = backend, *astuple(wanted)
-            self._retriever = Retriever(backend, embedder, self.settings.retrieval,
-                                        self.reranker, self.vector_cache)  # fmt: skip
-            log.info("serving reads from %s (%s)", wanted, self.state.describe())
-        if self.state.degraded and wanted == self.state.target:
-            log.warning("serving from %s", self.state.describe())
-        self._seen = seen
-
-    def _generation(self, name: str):
-        """(settings, query embedder) of a generation: the reader's own for the default."""
-        if name == DEFAULT_NAME:
-            return self.settings, self.embedder
-        generation = registry(self.settings).get(name)
-        if name not in self._embedders:
-            self._embedders[name] = generation_embedder(self.settings, generation, "query")
-        return generation_settings(self.settings, generation), self._embedders[name]
-
-    def _read_state(self) -> ServingState:
-        try:
-            return read_state(self.settings.serving_file)
-        except ValueError as exc:
-            # Chroma is always a valid place to serve from (it is the rollback target)
-            log.error("%s; serving from Chroma", exc)
-            return ServingState()
-
-    def _choose(self, state: ServingState) -> Target:
-        override = self.settings.serving_override
-        if override is None or override == state.backend:
-            return state.target
-        if override == REFERENCE:
-            log.warning("CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.target)
-            return Target(REFERENCE)
-        report, gates = latest_evaluation(self.settings)
-        names = failed(gates)
-        if report is None or names:
-            why = "there is no parity report" if report is None else f"failed gates: {names}"
-            raise ServingRefusedError(
-                f"CANDLEFIRE_SERVING_BACKEND=pgvector refused: {why}; the switch says "
-                f"{state.describe()}"
-            )
-        log.warning("CANDLEFIRE_SERVING_BACKEND=pgvector overrides the switch (report %s)",
-                    report.report_id)  # fmt: skip
-        return Target(CANDIDATE)
-
-    def _close_backend(self) -> None:
-        if self._backend is not None:
-            self._backend.close()
-        self._backend, self._retriever = None, None
+    def _open_retriever(self, target: Target, view: Settings, embedder) -> Retriever:
+        backend = self._opener(target.backend, view)
+        return Retriever(backend, embedder, self.settings.retrieval, self.reranker,
+                         self.vector_cache)  # fmt: skip
 
     def close(self) -> None:
-        self._close_backend()
-        self.backend_name = self.generation = None
+        self._follower.close()
 
     def __enter__(self) -> ServingReader:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _close_retriever(retriever: Retriever) -> None:
+    retriever.backend.close()

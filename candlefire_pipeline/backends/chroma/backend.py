@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,27 +27,14 @@ from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
 from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
 from candlefire_pipeline.backends.chroma.filters import chroma_where_document, chroma_wheres
+from candlefire_pipeline.backends.chroma.metadata import scalar_metadata
 from candlefire_pipeline.backends.chroma.space import check_cosine
 
 log = logging.getLogger(__name__)
 
 SHORT_TERMS_MATCH = True
-#: Metadata keys written per chunk (year is omitted when unknown: Chroma stores no None).
-META_KEYS = (
-    "pmid", "section", "chunk_index", "title", "year", "doi", "citation_count", "entity_names",
-    "mesh_terms", "has_full_text", "content_hash", "paper_hash", "batch_key", "model_id",
-)  # fmt: skip
 #: Page size for full-collection reads (inventory, fetch).
 PAGE = 5_000
-
-
-def scalar_metadata(rows: pa.Table) -> list[dict[str, Any]]:
-    """One metadata dict per row with only str/int/bool values (no None)."""
-    records = rows.select(list(META_KEYS)).to_pylist()
-    for record in records:
-        if record["year"] is None:
-            del record["year"]
-    return records
 
 
 class ChromaBackend:

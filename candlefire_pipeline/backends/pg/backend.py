@@ -19,6 +19,7 @@ from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.connect import open_connection
+from candlefire_pipeline.backends.pg.insertion_order import ensure_insertion_order
 from candlefire_pipeline.backends.pg.layout import (
     AnnParams,
     Layout,
@@ -141,6 +142,7 @@ class PgVectorBackend:
         with self.conn.transaction():
             self._lock()
             self._fix_model(model_id, int(dim))
+            ensure_insertion_order(self.conn, self.names)
 
     def reset(self) -> None:
         """Drop the table and its model contract (the next write fixes a new model)."""
@@ -163,6 +165,7 @@ class PgVectorBackend:
         with self.conn.transaction():
             self._lock()
             self._fix_model(model_id, dim)
+            ensure_insertion_order(self.conn, self.names)
             if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
                 self._bulk_load(rows, dim, progress)
             else:

@@ -16,7 +16,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -145,8 +145,16 @@ class ShadowWorker:
     def offer(self, served_store: str, query: str, entities: Sequence[str],
               terms: Sequence[str] | None, answer: Retrieval, seconds: float) -> bool:  # fmt: skip
         """Maybe replay this served request; never blocks, never raises. True if queued."""
+        return self.offer_job(
+            lambda: ShadowJob.of(served_store, query, entities, terms, answer, seconds)
+        )
+
+    def offer_job(self, make_job: Callable[[], object]) -> bool:
+        """Maybe replay a served request: `make_job()` builds the job only when it is sampled.
+        A job with a `compare_on(replayer, target)` method is compared by it in the worker (the
+        app's collection calls); a ShadowJob by compare.py. Never blocks, never raises."""
         try:
-            outcome = self._offer(served_store, query, entities, terms, answer, seconds)
+            outcome = self._offer(make_job)
         except Exception as exc:  # a shadow read must never fail a served one
             outcome = "errors"
             log.warning("shadow: replay not queued (%s: %s)", type(exc).__name__, exc)
@@ -160,16 +168,14 @@ class ShadowWorker:
                 self._warn_dropping()
         return outcome == "queued"
 
-    def _offer(self, served_store, query, entities, terms, answer, seconds) -> str:
+    def _offer(self, make_job: Callable[[], object]) -> str:
         """What became of one served request: "" (not sampled), queued or a dropped_* counter."""
         if self._random.random() >= self.settings.shadow.rate:
             return ""
         if self._stop.is_set():  # closed
             return "dropped_down"
         try:
-            self._jobs.put_nowait(
-                ShadowJob.of(served_store, query, entities, terms, answer, seconds)
-            )
+            self._jobs.put_nowait(make_job())
         except queue.Full:
             return "dropped_full"
         return "queued"

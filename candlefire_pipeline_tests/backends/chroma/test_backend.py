@@ -52,3 +52,14 @@ def test_needs_exactly_one_location(tmp_path):
 def test_short_term_behaviour_is_recorded():
     # The behaviour suite asserts short terms match on chroma; this pins the documented flag.
     assert chroma_module.SHORT_TERMS_MATCH is True
+
+
+def test_a_replace_that_loses_the_year_drops_it(make_backend):
+    """Chroma's upsert merges metadata: a key left out would keep the replaced chunk's value."""
+    store = make_backend("chroma")
+    store.replace_papers(make_rows([chunk("1", year=2001)], unit_vectors(1, DIM)))
+    store.replace_papers(make_rows([chunk("1", year=None, paper_hash="p2")], unit_vectors(1, DIM)))
+    (metadata,) = store._collection.get(ids=["1"], include=["metadatas"])["metadatas"]
+    assert "year" not in metadata and metadata["paper_hash"] == "p2"
+    store.replace_papers(make_rows([chunk("1", year=1999)], unit_vectors(1, DIM)))
+    assert store._collection.get(ids=["1"], include=["metadatas"])["metadatas"][0]["year"] == 1999

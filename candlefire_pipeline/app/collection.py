@@ -1,0 +1,142 @@
+"""A chromadb 1.5 Collection, read side, served by whatever the serving switch names.
+
+`ServingCollection` answers `count`, `get` and `query` as the project's Chroma collection does
+(app/calls.py checks the arguments, app/pg_store.py and app/chroma_store.py answer), follows the
+switch like ServingReader (operations/serving/follow.py: a stat per call, one decision per call,
+a rollback takes effect on the next call) and refuses every write call by name. Query texts are
+embedded with the serving generation's model, one embedder call per `query`; the model is loaded
+on the first `query` that needs it, not at open.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from candlefire_pipeline.app.calls import GET_INCLUDE, QUERY_INCLUDE, get_call, query_call
+from candlefire_pipeline.app.filters import UnsupportedCallError
+from candlefire_pipeline.app.shadow import CallShadow
+from candlefire_pipeline.app.stores import open_store
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
+from candlefire_pipeline.operations.generations.lifecycle import generation_embedder
+from candlefire_pipeline.operations.serving.follow import SwitchFollower
+from candlefire_pipeline.operations.serving.state import Target
+from candlefire_pipeline.settings import Settings
+
+#: chromadb Collection calls that write: refused by name, never passed to a store.
+WRITE_CALLS = ("add", "upsert", "update", "delete", "modify", "fork")
+
+
+class ReadOnlyCollectionError(UnsupportedCallError):
+    """A write call on the serving collection: the app reads, the pipeline writes."""
+
+
+class LazyEmbedder:
+    """An embedder built on its first use (the app's cold start pays no model load for
+    count / get); the build runs once even with concurrent first callers."""
+
+    def __init__(self, build) -> None:
+        self._build, self._made, self._lock = build, None, threading.Lock()
+
+    def _embedder(self):
+        with self._lock:
+            if self._made is None:
+                self._made = self._build()
+            return self._made
+
+    @property
+    def model_id(self) -> str:
+        return self._embedder().model_id
+
+    @property
+    def dim(self) -> int:
+        return self._embedder().dim
+
+    def embed(self, texts):
+        return self._embedder().embed(texts)
+
+
+def _close(store) -> None:
+    store.close()
+
+
+class ServingCollection:
+    """count / get / query of chromadb 1.5's Collection, on the store the switch serves."""
+
+    def __init__(self, settings: Settings, embedder=None, opener=open_store, shadow=None) -> None:
+        from candlefire_pipeline.embedding import embedder_for
+
+        self.settings = settings
+        default = embedder or LazyEmbedder(lambda: embedder_for(settings, "query"))
+        self._follower = SwitchFollower(
+            settings, default, opener, _close,
+            make_embedder=lambda s, g: LazyEmbedder(lambda: generation_embedder(s, g, "query")),
+        )  # fmt: skip
+        self._shadow = CallShadow(settings, shadow)
+
+    @property
+    def target(self) -> Target | None:
+        """The (backend, generation) the last call read (None before the first)."""
+        return self._follower.target
+
+    def count(self) -> int:
+        store, _ = self._follower.current()
+        return store.count()
+
+    def get(self, ids=None, where=None, limit=None, offset=None, where_document=None,
+            include=GET_INCLUDE) -> dict:  # fmt: skip
+        call = get_call(ids, where, limit, offset, where_document, include)
+        store, target = self._follower.current()
+        started = time.perf_counter()
+        answer = store.get(call)
+        self._offer(target, call, None, answer, started)
+        return answer
+
+    def query(self, query_embeddings=None, query_texts=None, query_images=None, query_uris=None,
+              ids=None, n_results=10, where=None, where_document=None,
+              include=QUERY_INCLUDE) -> dict:  # fmt: skip
+        call = query_call(query_embeddings, query_texts, n_results, where, where_document,
+                          include, query_images=query_images, query_uris=query_uris,
+                          ids=ids)  # fmt: skip
+        store, target = self._follower.current()
+        started = time.perf_counter()
+        vectors = call.vectors if call.texts is None else store.embed(call.texts)
+        answer = store.query(call, vectors)
+        self._offer(target, call, vectors, answer, started)
+        return answer
+
+    def _offer(self, target: Target, call, vectors, answer: dict, started: float) -> None:
+        # the shadow replays on the default generation's stores: another one is not comparable
+        if target.generation == DEFAULT_NAME:
+            seconds = time.perf_counter() - started
+            self._shadow.offer(target.backend, call, vectors, answer, seconds)
+
+    def close(self) -> None:
+        self._follower.close()
+
+    def __enter__(self) -> ServingCollection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __getattr__(self, name: str):
+        raise AttributeError(
+            f"ServingCollection has no {name!r}: it answers count(), get() and query() "
+            "(chromadb 1.5's read calls) and refuses the write calls"
+        )
+
+
+def _refused(name: str):
+    def write(self, *args, **kwargs):
+        raise ReadOnlyCollectionError(
+            f"{name}() is refused: the serving collection only reads (count, get, query); "
+            "the pipeline writes the stores"
+        )
+
+    write.__name__ = name
+    return write
+
+
+for _name in WRITE_CALLS:
+    setattr(ServingCollection, _name, _refused(_name))

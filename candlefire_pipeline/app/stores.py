@@ -1,0 +1,24 @@
+"""Opening the read side of the store a serving target names (pgvector or Chroma)."""
+
+from __future__ import annotations
+
+from candlefire_pipeline.backends.factory import pg_ann_params, resolve_dsn
+from candlefire_pipeline.operations.serving.state import Target
+from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CHROMA, PGVECTOR
+
+
+def open_store(target: Target, settings: Settings, embedder):
+    """The target's store, read only, from the generation's settings (Chroma is imported only
+    when it serves)."""
+    if target.backend == PGVECTOR:
+        from candlefire_pipeline.app.pg_store import PgCollectionStore
+
+        return PgCollectionStore(resolve_dsn(settings), settings.pg_table,
+                                 pg_ann_params(settings), embedder)  # fmt: skip
+    if target.backend == CHROMA:
+        from candlefire_pipeline.app.chroma_store import ChromaCollectionStore
+
+        return ChromaCollectionStore(settings, embedder)
+    raise ValueError(f"the serving switch names {target.backend!r}; the collection reads "
+                     f"{PGVECTOR} or {CHROMA}")  # fmt: skip

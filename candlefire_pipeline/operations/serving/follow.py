@@ -1,0 +1,142 @@
+"""Following the serving switch from an app process: what serves, re-decided when the file changes.
+
+Every app-facing read path (operations/reader.py's ServingReader, app/collection.py's collection)
+asks `SwitchFollower.current()` once per request: one stat of the switch file; only when it
+changed is the file read again and, when the (backend, generation) it names changed, the new
+target opened (before the old one is closed: a failure to open keeps serving the old one). An
+unreadable switch serves Chroma of the default generation (the rollback floor) and says so.
+CANDLEFIRE_SERVING_BACKEND is the emergency lever on the default generation: "chroma" forces
+Chroma; "pgvector" is refused unless the latest parity report passes every gate now.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from candlefire_pipeline.generations.identity import DEFAULT_NAME
+from candlefire_pipeline.generations.view import generation_settings
+from candlefire_pipeline.operations.generations.lifecycle import generation_embedder, registry
+from candlefire_pipeline.operations.parity import latest_evaluation
+from candlefire_pipeline.operations.serving.state import ServingState, Target, read_state
+from candlefire_pipeline.parity.gates import failed
+from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE
+
+log = logging.getLogger(__name__)
+
+Served = TypeVar("Served")
+#: (target, the generation's settings, its query embedder) -> the thing that serves it
+Opener = Callable[[Target, Settings, Any], Served]
+
+
+class ServingRefusedError(RuntimeError):
+    """The reader will not serve what was asked (e.g. forcing pgvector without a passing report)."""
+
+
+def file_signature(path) -> tuple | None:
+    """What changes when the switch file is replaced or rewritten (None: no file)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+class SwitchFollower(Generic[Served]):
+    """The served object for the target the switch names; reopened only when the target changes.
+
+    `open_served(target, settings, embedder)` builds it from the generation's settings and query
+    embedder; `close_served` releases it. `make_embedder(settings, generation)` gives a
+    generation's query embedder (kept per generation across switches); the default generation's
+    is the one given.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        embedder,
+        open_served: Opener,
+        close_served: Callable[[Served], None],
+        make_embedder: Callable[[Settings, Any], Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._open, self._close = open_served, close_served
+        self._make_embedder = make_embedder or (lambda s, g: generation_embedder(s, g, "query"))
+        #: concurrent requests share the follower: one of them re-reads the switch at a time
+        self._switching = threading.Lock()
+        self._seen: tuple | None | bool = False  # False: never read
+        self.served: Served | None = None
+        self.target: Target | None = None
+        self.state: ServingState | None = None
+        #: generation name -> its query embedder (the default's is the one given)
+        self._embedders = {DEFAULT_NAME: embedder}
+
+    def current(self) -> tuple[Served, Target]:
+        """What serves this request and the target it reads (one decision per request)."""
+        seen = file_signature(self.settings.serving_file)
+        with self._switching:
+            if self.served is None or seen != self._seen:
+                self._switch(seen)
+            return self.served, self.target
+
+    def _switch(self, seen) -> None:
+        self.state = self._read_state()
+        wanted = self._choose(self.state)
+        if wanted != self.target or self.served is None:
+            view, embedder = self._generation(wanted.generation)
+            served = self._open(wanted, view, embedder)  # open first: a failure keeps the old
+            self._release()
+            self.served, self.target = served, wanted
+            log.info("serving reads from %s (%s)", wanted, self.state.describe())
+        if self.state.degraded and wanted == self.state.target:
+            log.warning("serving from %s", self.state.describe())
+        self._seen = seen
+
+    def _generation(self, name: str):
+        """(settings, query embedder) of a generation: the follower's own for the default."""
+        if name == DEFAULT_NAME:
+            return self.settings, self._embedders[DEFAULT_NAME]
+        generation = registry(self.settings).get(name)
+        if name not in self._embedders:
+            self._embedders[name] = self._make_embedder(self.settings, generation)
+        return generation_settings(self.settings, generation), self._embedders[name]
+
+    def _read_state(self) -> ServingState:
+        try:
+            return read_state(self.settings.serving_file)
+        except ValueError as exc:
+            # Chroma is always a valid place to serve from (it is the rollback target)
+            log.error("%s; serving from Chroma", exc)
+            return ServingState()
+
+    def _choose(self, state: ServingState) -> Target:
+        override = self.settings.serving_override
+        if override is None or override == state.backend:
+            return state.target
+        if override == REFERENCE:
+            log.warning("CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.target)
+            return Target(REFERENCE)
+        report, gates = latest_evaluation(self.settings)
+        names = failed(gates)
+        if report is None or names:
+            why = "there is no parity report" if report is None else f"failed gates: {names}"
+            raise ServingRefusedError(
+                f"CANDLEFIRE_SERVING_BACKEND=pgvector refused: {why}; the switch says "
+                f"{state.describe()}"
+            )
+        log.warning("CANDLEFIRE_SERVING_BACKEND=pgvector overrides the switch (report %s)",
+                    report.report_id)  # fmt: skip
+        return Target(CANDIDATE)
+
+    def _release(self) -> None:
+        if self.served is not None:
+            self._close(self.served)
+        self.served = None
+
+    def close(self) -> None:
+        self._release()
+        self.target = None
