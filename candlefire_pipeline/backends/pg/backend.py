@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import psycopg
@@ -13,7 +14,13 @@ import pyarrow.compute as pc
 from psycopg import sql
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import (
+    RESULT_FIELDS,
+    Filter,
+    Grounding,
+    ResultRow,
+    RowProgress,
+)
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
 from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import health as pg_health
@@ -24,10 +31,15 @@ from candlefire_pipeline.backends.pg.layout import (
     Layout,
     RowEstimate,
     SessionSettings,
+    StageEffort,
     check_layout,
     stage_effort,
     stored_layout,
 )
+from candlefire_pipeline.backends.pg.terms import cold as terms_cold
+from candlefire_pipeline.backends.pg.terms import schema as terms_schema
+from candlefire_pipeline.backends.pg.terms import upkeep as terms_upkeep
+from candlefire_pipeline.backends.pg.terms.cache import CacheParams, TermCache
 from candlefire_pipeline.redact import redact_dsn
 
 log = logging.getLogger(__name__)
@@ -50,6 +62,7 @@ class PgVectorBackend:
         hnsw_ef_construction: int = 64,
         ann: AnnParams | None = None,
         bulk_rebuild_rows: int = BULK_REBUILD_ROWS,
+        cache: CacheParams | None = None,
     ) -> None:
         self.names = pg_sql.Names(table)
         self.substring_mode = common.check_substring_mode(substring_mode)
@@ -72,6 +85,10 @@ class PgVectorBackend:
         #: The model once the table is known to exist (and its layout checked); reads skip the
         #: catalog lookups then.
         self._ready: tuple[str, int] | None = None
+        #: keyword, entity and grounding answers kept by text (backends/pg/terms)
+        self.terms = TermCache(self, cache or CacheParams())
+        #: what the last write did to the term cache
+        self.last_upkeep: terms_upkeep.UpkeepReport | None = None
 
     def _open(self) -> psycopg.Connection:
         conn = open_connection(self._dsn)
@@ -125,6 +142,9 @@ class PgVectorBackend:
             if layout is not None and layout.quantization == "unknown":
                 log.warning("%s has no ANN index; building it", self.names.table)
                 self._create_indexes(dim)
+            if not terms_schema.exists(self.conn, self.names):
+                log.info("adding the term cache to %s", self.names.table)
+                self._create_term_cache(dim)
             return False
         self.conn.execute(pg_sql.create_meta(self.names))
         self.conn.execute(pg_sql.create_table(self.names, dim, self.layout))
@@ -133,8 +153,13 @@ class PgVectorBackend:
             sql.SQL("INSERT INTO {m} (model_id, dim) VALUES (%s, %s)").format(m=self.names.meta),
             [model_id, int(dim)],
         )
+        self._create_term_cache(dim)
         log.info("created %s for %s (%d-dim)", self.names.table, model_id, dim)
         return True
+
+    def _create_term_cache(self, dim: int) -> None:
+        for statement in terms_schema.create_statements(self.names, dim):
+            self.conn.execute(statement)
 
     def ensure_schema(self, model_id: str, dim: int) -> None:
         common.check_model(None, model_id, dim)
@@ -146,6 +171,8 @@ class PgVectorBackend:
         """Drop the table and its model contract (the next write fixes a new model)."""
         with self.conn.transaction():
             self._lock()
+            for statement in terms_schema.drop_statements(self.names):
+                self.conn.execute(statement)
             for ident in (self.names.ident(), self.names.meta):
                 self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=ident))
         self._ready = None
@@ -163,14 +190,18 @@ class PgVectorBackend:
         with self.conn.transaction():
             self._lock()
             self._fix_model(model_id, dim)
+            stale = terms_upkeep.begin(self.conn, self.names)
             if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
                 self._bulk_load(rows, dim, progress)
+                report = terms_upkeep.clear_all(self.conn, self.names, "first build of the table")
             else:
-                self.conn.execute(
-                    sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
-                    [pmids],
-                )
+                deleted = self._delete_returning(pmids)
                 pg_bulk.copy_rows(self.conn, self.names, rows, progress=progress)
+                report = terms_upkeep.maintain(
+                    self.conn, self.names, deleted, rows, self.terms.params.depth
+                )
+            report.cleared = report.cleared or stale
+        self.last_upkeep = report
         self._rows.forget()
         pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
         return rows.num_rows
@@ -202,11 +233,22 @@ class PgVectorBackend:
             return 0
         with self.conn.transaction():
             self._lock()
-            cur = self.conn.execute(
-                sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
-                [list(pmids)],
+            self._fix_model(*self._ready_model())
+            stale = terms_upkeep.begin(self.conn, self.names)
+            deleted = self._delete_returning(list(pmids))
+            report = terms_upkeep.maintain(
+                self.conn, self.names, deleted, None, self.terms.params.depth
             )
-            return cur.rowcount
+            report.cleared = report.cleared or stale
+        self.last_upkeep = report
+        self._rows.forget()
+        return len(deleted)
+
+    def _delete_returning(self, pmids: list[str]) -> list[str]:
+        """Delete every chunk of these papers; the deleted chunk ids (the cache's upkeep)."""
+        query = sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s) RETURNING chunk_id")
+        rows = self.conn.execute(query.format(t=self.names.ident()), [pmids]).fetchall()
+        return [row[0] for row in rows]
 
     # inventory -------------------------------------------------------------------------------
     def _select(self, template: str, params: Sequence = ()) -> list[tuple]:
@@ -249,14 +291,19 @@ class PgVectorBackend:
         n: int,
         where: Filter | None = None,
         stage: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
         stage = common.check_stage(stage)
         stored = self._ready_model()
         queries = common.query_matrix(vectors, stored)
+        texts = common.check_texts(texts, len(queries))
         out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
         if stored is None or not len(queries) or common.matches_nothing(where):
             return out
+        if texts is not None and stage == "entities" and where == Filter():
+            with self._searching:
+                return self.terms.entity_candidates(texts, queries, n)
         candidates = self.layout.candidates(n, self.ann.rerank_factor)
         with self._searching:
             exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
@@ -282,7 +329,7 @@ class PgVectorBackend:
         )
         out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
         for row in self.conn.execute(query, params).fetchall():
-            out[row[0] - 1].append(_result(row[1:]))
+            out[row[0] - 1].append(_result(row[1:-1]))
         return out
 
     def substring_candidates(
@@ -297,12 +344,24 @@ class PgVectorBackend:
         out: list[list[ResultRow]] = [[] for _ in variants]
         if stored is None or common.matches_nothing(where):
             return out
+        if where == Filter():
+            with self._searching:
+                return self.terms.keyword_candidates(variants, queries, n)
         query, params = pg_sql.substring_query(
             self.names, variants, self.substring_mode, where, list(queries), n, self.layout
         )
         for row in self.conn.execute(query, params).fetchall():
-            out[row[0]].append(_result(row[1:]))
+            out[row[0]].append(_result(row[1:-1]))
         return out
+
+    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
+        groups = [common.clean_variants(variants) for variants in terms]
+        flat = list(dict.fromkeys(v for group in groups for v in group))
+        if not flat or self._ready_model() is None:
+            return [Grounding(False, False) for _ in groups]
+        with self._searching:
+            facts = self.terms.grounding(flat)
+        return [common.grounding_of(group, facts) for group in groups]
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)
@@ -320,7 +379,46 @@ class PgVectorBackend:
         return [_result(row) for row in self.conn.execute(query, params).fetchall()]
 
     def close(self) -> None:
+        if not self._conn.closed:
+            self.terms.flush()
         self._conn.close()
+
+    # what the term cache reads through -------------------------------------------------------
+    def model(self) -> tuple[str, int]:
+        stored = self._ready_model()
+        if stored is None:
+            raise RuntimeError(f"{self.names.table} holds no model yet")
+        return stored
+
+    def exact_scan(self) -> bool:
+        """Whether the table is small enough to be searched without a graph walk."""
+        return self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
+
+    def row_estimate(self) -> int:
+        return self._rows.estimate(self.conn, self.names)
+
+    def apply_effort(self, effort: StageEffort) -> None:
+        self._session.apply(self.conn, effort.gucs())
+
+    @contextmanager
+    def plan(self, settings: dict[str, str]) -> Iterator[None]:
+        """Planner settings for the statements of the block (one transaction), or none."""
+        if not settings:
+            yield
+            return
+        with self.conn.transaction():
+            self.conn.execute(terms_cold.plan_settings(settings))
+            yield
+
+    def result(self, row: Sequence) -> ResultRow:
+        return _result(row)
+
+    def rows_by_id(self, chunk_ids: list[str]) -> dict[str, ResultRow]:
+        if not chunk_ids:
+            return {}
+        query, params = terms_cold.rows_query(self.names, chunk_ids)
+        rows = (_result(row) for row in self.conn.execute(query, params).fetchall())
+        return {row["chunk_id"]: row for row in rows}
 
 
 def _result(row: Sequence) -> ResultRow:

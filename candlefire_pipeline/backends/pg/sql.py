@@ -182,23 +182,37 @@ def semantic_query(
     dim: int,
     candidates: int,
     exact: bool = False,
+    patterns: tuple[list[str], str] | None = None,
 ) -> tuple[sql.Composed, list]:
     """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector.
+
+    Rows are (ord, result columns..., similarity, distance). `patterns` = (one LIKE pattern per
+    vector, the substring mode): each walk keeps only the chunks holding its own pattern (the
+    keyword stage's walk for a variant held by many chunks).
 
     With a compressed index (half precision, binary quantization) the HNSW walk orders by the
     index's distance for `candidates` rows, which are then re-ranked by exact cosine distance on
     the stored float32 vectors. `exact` orders every row by its cosine distance instead (an
-    expression the HNSW index does not match, so no graph walk). The vectors go as a binary
+    expression the HNSW index does not match, so no graph walk), ties by id: the same rows on
+    every call, which the term cache's upkeep relies on. The vectors go as a binary
     parameter (%b): pgvector-python's text form formats every float in Python (2.5 ms per
     384-dim vector at load 13 here), which was most of the 12-name fan-out's client time.
     """
     conds, params = where_clause(where)
     query_vec = sql.SQL("q.vec")
     embedding = sql.SQL("c.embedding")
+    source = sql.SQL("unnest(%b::vector[]) WITH ORDINALITY AS q(vec, ord)")
+    inputs: list = [vectors]
+    if patterns is not None:
+        operator = sql.SQL("ILIKE" if patterns[1] == "ilike" else "LIKE")
+        conds = [*conds, sql.SQL("c.document {} q.pattern ESCAPE '\\'").format(operator)]
+        source = sql.SQL("unnest(%b::vector[], %s::text[]) WITH ORDINALITY AS q(vec, pattern, ord)")
+        inputs.append([like_pattern(v) for v in patterns[0]])
     if exact:
         nearest = sql.SQL(
             "SELECT {inner_cols}, c.embedding <=> {q} AS distance "
-            "FROM {t} c WHERE {cond} ORDER BY (c.embedding <=> {q}) + 0 LIMIT %s"
+            'FROM {t} c WHERE {cond} ORDER BY (c.embedding <=> {q}) + 0, c.chunk_id COLLATE "C" '
+            "LIMIT %s"
         )
         limits = [n]
     elif layout.reranked:
@@ -215,12 +229,13 @@ def semantic_query(
         )
         limits = [n]
     query = sql.SQL(
-        """SELECT q.ord, {cols}, 1 - c.distance AS similarity
-        FROM unnest(%b::vector[]) WITH ORDINALITY AS q(vec, ord)
+        """SELECT q.ord, {cols}, 1 - c.distance AS similarity, c.distance
+        FROM {source}
         CROSS JOIN LATERAL ({nearest}) c
         ORDER BY q.ord, c.distance, c.chunk_id COLLATE "C"
         """
     ).format(
+        source=source,
         cols=result_columns(),
         nearest=nearest.format(
             inner_cols=result_columns(),
@@ -230,7 +245,7 @@ def semantic_query(
             ann=layout.ann_distance(embedding, query_vec, dim),
         ),
     )
-    return query, [vectors, *params, *limits]
+    return query, [*inputs, *params, *limits]
 
 
 def substring_query(
@@ -244,6 +259,7 @@ def substring_query(
 ) -> tuple[sql.Composed, list]:
     """Per variant: every chunk holding it (trigram index), sorted by cosine distance to that
     variant's own vector, the first n; all variants in one statement, `ord` numbering them.
+    Rows are (ord, result columns..., similarity, distance).
 
     Exact. Each variant's filter is a MATERIALIZED CTE, which keeps the planner from walking the
     HNSW index with the LIKE as a post-filter (approximate, and for a rare term a scan of up to
@@ -276,7 +292,7 @@ def substring_query(
         limits.append(n)
     query = sql.SQL(
         """WITH {ctes}
-        SELECT best.ord, {cols}, 1 - best.distance AS similarity
+        SELECT best.ord, {cols}, 1 - best.distance AS similarity, best.distance
         FROM ({branches}) best JOIN {t} c ON c.chunk_id = best.chunk_id
         ORDER BY best.ord, best.distance, c.chunk_id COLLATE "C"
         """
