@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
-import numpy as np
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 from psycopg import sql
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import (
-    RESULT_FIELDS,
-    Filter,
-    Grounding,
-    ResultRow,
-    RowProgress,
-)
+from candlefire_pipeline.backends.base import RowProgress
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
 from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import health as pg_health
@@ -31,12 +23,10 @@ from candlefire_pipeline.backends.pg.layout import (
     Layout,
     RowEstimate,
     SessionSettings,
-    StageEffort,
     check_layout,
-    stage_effort,
     stored_layout,
 )
-from candlefire_pipeline.backends.pg.terms import cold as terms_cold
+from candlefire_pipeline.backends.pg.reads import PgReads
 from candlefire_pipeline.backends.pg.terms import schema as terms_schema
 from candlefire_pipeline.backends.pg.terms import upkeep as terms_upkeep
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams, TermCache
@@ -48,7 +38,7 @@ log = logging.getLogger(__name__)
 BULK_REBUILD_ROWS = 5_000
 
 
-class PgVectorBackend:
+class PgVectorBackend(PgReads):
     """Chunks in one Postgres table; replace_papers is one transaction per call."""
 
     name = "pgvector"
@@ -87,8 +77,9 @@ class PgVectorBackend:
         self._ready: tuple[str, int] | None = None
         #: keyword, entity and grounding answers kept by text (backends/pg/terms)
         self.terms = TermCache(self, cache or CacheParams())
-        #: what the last write did to the term cache
+        #: what the last write did to the term cache, and every write of this object summed
         self.last_upkeep: terms_upkeep.UpkeepReport | None = None
+        self.upkeep_total = terms_upkeep.UpkeepReport()
 
     def _open(self) -> psycopg.Connection:
         conn = open_connection(self._dsn)
@@ -201,8 +192,7 @@ class PgVectorBackend:
                     self.conn, self.names, deleted, rows, self.terms.params.depth
                 )
             report.cleared = report.cleared or stale
-        self.last_upkeep = report
-        self._rows.forget()
+        self._upkept(report)
         pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
         return rows.num_rows
 
@@ -240,9 +230,13 @@ class PgVectorBackend:
                 self.conn, self.names, deleted, None, self.terms.params.depth
             )
             report.cleared = report.cleared or stale
-        self.last_upkeep = report
-        self._rows.forget()
+        self._upkept(report)
         return len(deleted)
+
+    def _upkept(self, report: terms_upkeep.UpkeepReport) -> None:
+        self.last_upkeep = report
+        self.upkeep_total.add(report)
+        self._rows.forget()
 
     def _delete_returning(self, pmids: list[str]) -> list[str]:
         """Delete every chunk of these papers; the deleted chunk ids (the cache's upkeep)."""
@@ -284,143 +278,7 @@ class PgVectorBackend:
         rows = self._select("SELECT EXISTS (SELECT 1 FROM {t} WHERE pmid = %s)", [pmid])
         return bool(rows and rows[0][0])
 
-    # read side -------------------------------------------------------------------------------
-    def semantic_candidates(
-        self,
-        vectors: np.ndarray,
-        n: int,
-        where: Filter | None = None,
-        stage: str | None = None,
-        texts: Sequence[str] | None = None,
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        stage = common.check_stage(stage)
-        stored = self._ready_model()
-        queries = common.query_matrix(vectors, stored)
-        texts = common.check_texts(texts, len(queries))
-        out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
-        if stored is None or not len(queries) or common.matches_nothing(where):
-            return out
-        if texts is not None and stage == "entities" and where == Filter():
-            with self._searching:
-                return self.terms.entity_candidates(texts, queries, n)
-        candidates = self.layout.candidates(n, self.ann.rerank_factor)
-        with self._searching:
-            exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
-            if not exact:
-                self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
-            out = self._nearest(queries, n, where, stored[1], candidates, exact)
-            # A graph walk ends after hnsw.max_scan_tuples: under a selective filter it can stop
-            # with fewer than n matches while more exist (30 of 60 at 0.15% of 250k chunks,
-            # bench_filters). Those queries are asked exactly, so a list is short only when
-            # fewer rows match.
-            short = [] if exact else [i for i, hits in enumerate(out) if len(hits) < n]
-            if short:
-                again = self._nearest(queries[short], n, where, stored[1], candidates, True)
-                for i, hits in zip(short, again, strict=True):
-                    out[i] = hits
-        return out
-
-    def _nearest(
-        self, queries: np.ndarray, n: int, where: Filter, dim: int, candidates: int, exact: bool
-    ) -> list[list[ResultRow]]:
-        query, params = pg_sql.semantic_query(
-            self.names, where, list(queries), n, self.layout, dim, candidates, exact
-        )
-        out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
-        for row in self.conn.execute(query, params).fetchall():
-            out[row[0] - 1].append(_result(row[1:-1]))
-        return out
-
-    def substring_candidates(
-        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        variants = common.check_variant_queries(variants, vectors)
-        if not variants:
-            return []
-        stored = self._ready_model()
-        queries = common.query_matrix(vectors, stored)
-        out: list[list[ResultRow]] = [[] for _ in variants]
-        if stored is None or common.matches_nothing(where):
-            return out
-        if where == Filter():
-            with self._searching:
-                return self.terms.keyword_candidates(variants, queries, n)
-        query, params = pg_sql.substring_query(
-            self.names, variants, self.substring_mode, where, list(queries), n, self.layout
-        )
-        for row in self.conn.execute(query, params).fetchall():
-            out[row[0]].append(_result(row[1:-1]))
-        return out
-
-    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
-        groups = [common.clean_variants(variants) for variants in terms]
-        flat = list(dict.fromkeys(v for group in groups for v in group))
-        if not flat or self._ready_model() is None:
-            return [Grounding(False, False) for _ in groups]
-        with self._searching:
-            facts = self.terms.grounding(flat)
-        return [common.grounding_of(group, facts) for group in groups]
-
-    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
-        where = common.check_filter(where)
-        variants = common.clean_variants(variants)
-        if not variants or common.matches_nothing(where) or self._ready_model() is None:
-            return False
-        query, params = pg_sql.contains_query(self.names, variants, self.substring_mode, where)
-        return bool(self.conn.execute(query, params).fetchone()[0])
-
-    def fetch(self, where: Filter) -> list[ResultRow]:
-        where = common.check_filter(where)
-        if common.matches_nothing(where) or self._ready_model() is None:
-            return []
-        query, params = pg_sql.fetch_query(self.names, where)
-        return [_result(row) for row in self.conn.execute(query, params).fetchall()]
-
     def close(self) -> None:
         if not self._conn.closed:
             self.terms.flush()
         self._conn.close()
-
-    # what the term cache reads through -------------------------------------------------------
-    def model(self) -> tuple[str, int]:
-        stored = self._ready_model()
-        if stored is None:
-            raise RuntimeError(f"{self.names.table} holds no model yet")
-        return stored
-
-    def exact_scan(self) -> bool:
-        """Whether the table is small enough to be searched without a graph walk."""
-        return self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
-
-    def row_estimate(self) -> int:
-        return self._rows.estimate(self.conn, self.names)
-
-    def apply_effort(self, effort: StageEffort) -> None:
-        self._session.apply(self.conn, effort.gucs())
-
-    @contextmanager
-    def plan(self, settings: dict[str, str]) -> Iterator[None]:
-        """Planner settings for the statements of the block (one transaction), or none."""
-        if not settings:
-            yield
-            return
-        with self.conn.transaction():
-            self.conn.execute(terms_cold.plan_settings(settings))
-            yield
-
-    def result(self, row: Sequence) -> ResultRow:
-        return _result(row)
-
-    def rows_by_id(self, chunk_ids: list[str]) -> dict[str, ResultRow]:
-        if not chunk_ids:
-            return {}
-        query, params = terms_cold.rows_query(self.names, chunk_ids)
-        rows = (_result(row) for row in self.conn.execute(query, params).fetchall())
-        return {row["chunk_id"]: row for row in rows}
-
-
-def _result(row: Sequence) -> ResultRow:
-    record = dict(zip(RESULT_FIELDS, row, strict=True))
-    return common.result_row(record["chunk_id"], record["document"], record, record["similarity"])

@@ -65,6 +65,14 @@ class UpkeepReport:
     seconds: float = 0.0
     cleared: str = ""  # why the cache was cleared, if it was
 
+    def add(self, other: UpkeepReport) -> None:
+        """Sum another write's upkeep into this one (the step's totals)."""
+        self.entries += other.entries
+        self.changed += other.changed
+        self.pairs += other.pairs
+        self.seconds += other.seconds
+        self.cleared = other.cleared or self.cleared
+
 
 def begin(conn: psycopg.Connection, names: Names) -> str:
     """At the start of a write (lock held): clear a cache the table has moved away from."""
