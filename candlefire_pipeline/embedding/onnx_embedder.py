@@ -18,7 +18,7 @@ ONNX_VARIANTS = {"onnx": "fp32", "onnx-int8": "int8"}
 #: default token budget per ONNX call, in texts of the model's full max_seq_length
 FULL_LENGTH_TEXTS_PER_CALL = 16
 #: What one ONNX call costs beyond its padded tokens, in token equivalents; it decides where
-#: length_groups splits a request. Measured with `python -m benchmarks.onnx_call_cost` (fastest
+#: length_groups splits a request. Measured with `python -m benchmarks onnx-call-cost` (fastest
 #: of 15 calls per shape, 1-16 texts x 4-64 tokens, least-squares fit) on this 2-CPU AMD EPYC
 #: VM, 2026-12-01, 1-min load 2.5-2.9: fp32 1.1-1.5 ms per call + 152-155 us per padded
 #: token = 7-10 tokens; int8 0.7 ms + 97 us = 7 tokens. A query + 12 names then goes as 2-3

@@ -130,9 +130,10 @@ class Settings(DataLayout):
     #: HNSW build and search effort of every HNSW store: pgvector, and Qdrant (m, ef_construction
     #: and the semantic stage's ef as its hnsw_ef; it has no per-stage ef). ef_search: semantic
     #: stage (top 40 chunks of one query); ef_search_entities: pgvector's entity fan-out (top 10
-    #: per name). bench_effort on three 62k builds (docs/BENCHMARKS.md): the entity stage at 40
-    #: left final recall@15 at 0.988-0.993 depending on the graph, at 200 0.996-0.998 (>= 0.99 on
-    #: every build); the semantic stage needs 40 for that, 200 keeps its own list recall ~0.98
+    #: per name). The effort benchmark on three 62k builds (docs/BENCHMARKS.md): the entity stage
+    #: at 40 left final recall@15 at 0.988-0.993 depending on the graph, at 200 0.996-0.998
+    #: (>= 0.99 on every build); the semantic stage needs 40 for that, 200 keeps its own list
+    #: recall ~0.98
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 200

@@ -46,8 +46,8 @@ class PgReads:
                 self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
             out = self._nearest(queries, n, where, stored[1], candidates, exact)
             # A graph walk ends after hnsw.max_scan_tuples: under a selective filter it can stop
-            # with fewer than n matches while more exist (30 of 60 at 0.15% of 250k chunks,
-            # bench_filters). Those queries are asked exactly, so a list is short only when
+            # with fewer than n matches while more exist (30 of 60 at 0.15% of 250k chunks, the
+            # filters benchmark). Those queries are asked exactly, so a list is short only when
             # fewer rows match.
             short = [] if exact else [i for i, hits in enumerate(out) if len(hits) < n]
             if short:

@@ -1,0 +1,5 @@
+"""Cold start: from a fresh process to its first answer, per store.
+
+Entry: `benchmark` (the `cold-start` benchmark). `first_answer` runs it, each start a new
+interpreter running `child` (imports, fetch, model load, store open, first answer, stamped).
+"""

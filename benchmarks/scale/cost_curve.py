@@ -1,0 +1,182 @@
+"""The cost curve: pgvector (vector / halfvec / binary HNSW) and Chroma from 62k to 1M chunks.
+
+Per size: a first build in phases (COPY, primary key, btree, trigram GIN, then each layout's HNSW
+index swapped in on the same table), table and index bytes, the server's peak memory (PSS of
+every Postgres process), full retrieve() p50 / p95 on the retrieval request mix, and recall@15
+of the final list and of each stage's list against an exact oracle (numpy over the same vectors).
+Chroma (the product's ChromaBackend) at the sizes in --chroma-sizes, each load cut off after
+--chroma-budget seconds. Results are kept per size under data/bench_retrieval/scale/, so a run
+of one size keeps the others (and of some layouts, or without Chroma, keeps the rest of that
+size); the section and docs/scale.png are drawn from all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from benchmarks.common.data import bench_dir
+from benchmarks.common.machine_load import LoadMonitor
+from benchmarks.common.scaled.stores import load_chroma, open_chroma
+from benchmarks.common.scaled.tables import (
+    LAYOUTS,
+    ServerMemory,
+    build_ann,
+    load_table,
+    open_layout,
+    table_name,
+)
+from benchmarks.common.section import BENCHMARKS_MD
+from benchmarks.common.stores import embedded_postgres
+from benchmarks.scale import report
+from benchmarks.scale.benchmark import BUILD_ORDER
+from benchmarks.scale.queries import measure, oracle_answers
+from candlefire_pipeline.embedding import embedder_for
+from candlefire_pipeline.embedding.memo import MemoEmbedder
+from candlefire_pipeline.settings import DEFAULT_MODEL_ID, Settings
+
+log = logging.getLogger(__name__)
+PLOT = BENCHMARKS_MD.parent / "scale.png"
+
+
+def results_dir(quick: bool) -> Path:
+    path = bench_dir() / ("scale_quick" if quick else "scale")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def measure_size(dsn: str, embedder, size: int, args) -> dict:
+    memory = ServerMemory(bench_dir() / "pg")
+    try:
+        corpus, base = load_table(dsn, embedder, size, memory)
+        requests = corpus.requests(args.requests)
+        result: dict = {"size": size, "build": asdict(base), "layouts": {}, "efforts": []}
+        product = LAYOUTS["vector"]
+        result["ann"] = {"ef_search": product.ef_search,
+                         "ef_search_entities": product.ef_search_entities}  # fmt: skip
+        oracle = None
+        for layout in (name for name in BUILD_ORDER if name in args.layouts):
+            ann = build_ann(dsn, size, layout, memory)
+            store = open_layout(dsn, table_name(size), layout)
+            if oracle is None:
+                oracle = oracle_answers(corpus, store, MemoEmbedder(embedder), requests)
+            memory.phase_peak()
+            query = measure(store, embedder, requests, oracle)
+            query["server_peak"] = memory.phase_peak()
+            store.close()
+            result["layouts"][layout] = {"build": asdict(ann), "query": query}
+            log.info("%d %s: %s", size, layout, json.dumps(query["recall"]))
+        for ef, ef_entities in args.efforts:
+            store = open_layout(dsn, table_name(size), "vector", ef_search=ef,
+                                ef_search_entities=ef_entities)  # fmt: skip
+            query = measure(store, embedder, requests, oracle)
+            store.close()
+            result["efforts"].append({"ef_search": ef, "ef_search_entities": ef_entities,
+                                      "query": query})  # fmt: skip
+    finally:
+        memory.stop()
+    if size in args.chroma_sizes:
+        result["chroma"] = chroma_part(corpus, embedder, requests, oracle, args)
+    return result
+
+
+def chroma_part(corpus, embedder, requests, oracle, args) -> dict:
+    load = load_chroma(corpus, args.chroma_budget)
+    out: dict = {"load": load}
+    if load["complete"]:
+        store = open_chroma(corpus.size)
+        out["query"] = measure(store, embedder, requests[: args.chroma_requests], oracle,
+                               budget_s=args.chroma_query_budget)  # fmt: skip
+        store.close()
+    return out
+
+
+def merged(result: dict, path: Path) -> dict:
+    """This run's figures over the size's earlier ones: the layouts, efforts and Chroma part
+    this run did not measure are kept, and the load line says which run measured what."""
+    if not path.exists():
+        return result
+    earlier = json.loads(path.read_text())
+    kept = [name for name in earlier.get("layouts", {}) if name not in result["layouts"]]
+    result["layouts"] = {**{name: earlier["layouts"][name] for name in kept}, **result["layouts"]}
+    if earlier.get("efforts") and not result["efforts"]:
+        result["efforts"], kept = earlier["efforts"], [*kept, "efforts"]
+    if earlier.get("chroma") and "chroma" not in result:
+        result["chroma"], kept = earlier["chroma"], [*kept, "Chroma"]
+    if kept:
+        result["load_note"] += (
+            f" Kept from an earlier run ({', '.join(kept)}): {earlier.get('load_note', '')}"
+        )
+    return result
+
+
+def drop_table(dsn: str, size: int) -> None:
+    store = open_layout(dsn, table_name(size), "vector")
+    store.reset()
+    store.close()
+
+
+def render(results: list[dict], args) -> str:
+    results = sorted(results, key=lambda r: r["size"])
+    first = results[0]
+    lines = [
+        "## Cost curve: 62k to 1M chunks",
+        "",
+        "The retrieval workload at each size (vectors: real SciFact title embeddings mixed"
+        " with noise, text: real SciFact abstracts, ~1,000 characters; the 62,196-chunk corpus"
+        " is the retrieval benchmark's own). pgvector: the product's first build fed in slices"
+        " (COPY FREEZE, primary key, btree, trigram GIN in one transaction), then each layout's"
+        " HNSW index (m 16 / ef_construction 64, maintenance_work_mem from"
+        " `pg_bulk.build_memory_mb`, 2 parallel workers) built on the same table; server peak ="
+        " PSS of every Postgres"
+        f" process. Queries: {first['layouts']['vector']['query']['requests']} full `retrieve()`"
+        " requests (SciFact claim + 12 entity names + 3 codes; real ONNX query embedding, the"
+        " query-vector cache on as shipped; 3 warm-up), the product's efforts of the run"
+        f" ({report.efforts_text(results)}); recall@15 against the exact oracle (numpy cosine"
+        " over the same vectors, rows from the store).",
+        "",
+        *report.build_table(results),
+        "",
+        *report.query_table(results),
+        *report.stage_table(results),
+        *report.effort_table(results),
+        *report.goals(results),
+        *report.bounds(results),
+        *report.chroma_lines(results),
+        "",
+        f"![cost curve](scale.png) (`docs/{PLOT.name}`: each metric against corpus size, log"
+        " scales)",
+        "",
+        *(f"{r['size']:,} chunks: {r['load_note']}" for r in results),
+    ]
+    notices = {n for r in results for layout in r["layouts"].values()
+               for n in layout["build"]["notices"] if n.startswith("hnsw")}  # fmt: skip
+    if notices:
+        lines += ["", "pgvector notices during the builds: " + "; ".join(sorted(notices)) + "."]
+    return "\n".join(lines)
+
+
+def run(args, out) -> None:
+    if args.efforts and "vector" not in args.layouts:
+        raise SystemExit("--efforts measures the vector layout: include it in --layouts")
+    embedder = embedder_for(Settings.from_env(), "query")
+    if embedder.model_id != DEFAULT_MODEL_ID:
+        raise SystemExit(f"the workload is built for {DEFAULT_MODEL_ID}, not {embedder.model_id}")
+    results_at = results_dir(args.quick)
+    with embedded_postgres() as dsn:
+        for size in args.sizes:
+            started, monitor = time.perf_counter(), LoadMonitor(markers=[bench_dir()]).start()
+            result = measure_size(dsn, embedder, size, args)
+            result["load_note"] = monitor.stop().note()
+            path = results_at / f"{size}.json"
+            path.write_text(json.dumps(merged(result, path), indent=1))
+            if size not in args.keep:
+                drop_table(dsn, size)
+            log.info("size %d done in %.0f s", size, time.perf_counter() - started)
+    results = [json.loads(p.read_text()) for p in sorted(results_at.glob("*.json"))]
+    by_size = sorted(results, key=lambda r: r["size"])
+    report.plot(by_size, PLOT if out.writes else results_at / PLOT.name)
+    out.section("scale", render(results, args))
