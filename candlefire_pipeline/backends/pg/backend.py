@@ -206,6 +206,14 @@ class PgVectorBackend(PgReads):
         pg_bulk.use_build_resources(self.conn, memory)
         self._create_indexes(dim)
 
+    def clear_term_cache(self, reason: str) -> None:
+        """Forget every kept answer and mark the cache current again (after a load that wrote
+        the table without keeping it, or to measure cold requests)."""
+        with self.conn.transaction():
+            self._lock()
+            if terms_schema.exists(self.conn, self.names):
+                self._upkept(terms_upkeep.clear_all(self.conn, self.names, reason))
+
     def _is_empty(self) -> bool:
         query = sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {t})").format(t=self.names.ident())
         return self.conn.execute(query).fetchone()[0]
