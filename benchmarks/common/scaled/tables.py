@@ -100,6 +100,8 @@ def open_layout(
 ) -> PgVectorBackend:
     """The table as the product opens it with `name`'s layout (and optional effort changes)."""
     ann = replace(LAYOUTS[name], **effort)
+    # as the product maps its settings: the entity stage's effort makes the kept entity lists
+    cache = cache or CacheParams(fill_ef=ann.ef_search_entities)
     return build_backend("pgvector", dsn, table=table, ann=ann, cache=cache)
 
 

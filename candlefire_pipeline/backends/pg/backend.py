@@ -151,6 +151,7 @@ class PgVectorBackend(PgReads):
     def _create_term_cache(self, dim: int) -> None:
         for statement in terms_schema.create_statements(self.names, dim):
             self.conn.execute(statement)
+        self.terms.forget_schema()  # check again at the next read
 
     def ensure_schema(self, model_id: str, dim: int) -> None:
         common.check_model(None, model_id, dim)
@@ -167,6 +168,7 @@ class PgVectorBackend(PgReads):
             for ident in (self.names.ident(), self.names.meta):
                 self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=ident))
         self._ready = None
+        self.terms.forget_schema()
 
     # write side ------------------------------------------------------------------------------
     def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:

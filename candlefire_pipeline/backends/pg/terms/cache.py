@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 #: Seconds between flushes of the entries' use counts (they order eviction; not correctness).
 FLUSH_SECONDS = 60.0
 WALKS = ("auto", "off")
+#: Seconds between checks for a cache table that did not exist yet.
+RECHECK_SECONDS = 30.0
 #: Computations of a miss started again when a write lands between their statements.
 RETRIES = 3
 
@@ -41,7 +43,7 @@ class CacheParams:
     enabled: bool = True
     max_entries: int = 50_000
     depth: int = 40
-    fill_ef: int = 400
+    fill_ef: int = 200
     keyword_walk: str = "auto"
 
     def __post_init__(self) -> None:
@@ -76,6 +78,7 @@ class TermCache:
         self._uses: dict[int, int] = {}
         self._flushed = time.monotonic()
         self._writable = True
+        self._exists, self._checked = False, float("-inf")
 
     # keys -----------------------------------------------------------------------------------
     def _key(self, kind: str) -> Key:
@@ -87,10 +90,29 @@ class TermCache:
         return Key(kind, recipe, model_id)
 
     def _found(self, kind: str, texts, n: int, vectors=None) -> list[Found | None]:
-        if not self.params.enabled or not schema.exists(self.store.conn, self.store.names):
+        if not self.usable():
             return [None] * len(texts)
         listed = None if vectors is None else list(vectors)
-        return lookup(self.store.conn, self.store.names, self._key(kind), texts, n, listed)
+        try:
+            return lookup(self.store.conn, self.store.names, self._key(kind), texts, n, listed)
+        except psycopg.errors.UndefinedTable:  # the store was reset by another process
+            self.forget_schema()
+            return [None] * len(texts)
+
+    def usable(self) -> bool:
+        """Whether the cache is on and its table exists: checked once, and again at most every
+        RECHECK_SECONDS while missing (the writer makes it on the table's next write)."""
+        if not self.params.enabled:
+            return False
+        now = time.monotonic()
+        if not self._exists and now - self._checked >= RECHECK_SECONDS:
+            self._exists = schema.exists(self.store.conn, self.store.names)
+            self._checked = now
+        return self._exists
+
+    def forget_schema(self) -> None:
+        """The table was dropped (reset): check again before the next use."""
+        self._exists, self._checked = False, float("-inf")
 
     # read side ------------------------------------------------------------------------------
     def entity_candidates(
@@ -151,7 +173,7 @@ class TermCache:
     def _version(self) -> int | None:
         """The content version before a computation (None: no cache to keep answers in)."""
         store = self.store
-        if not self.params.enabled or not schema.exists(store.conn, store.names):
+        if not self.usable():
             return None
         return schema.versions(store.conn, store.names)[0]
 
