@@ -36,6 +36,17 @@ def churn_options(parser) -> None:
     )  # fmt: skip
 
 
+def shares(text: str) -> list[float]:
+    return [share(part) for part in text.split(",") if part.strip()]
+
+
+def upkeep_options(parser) -> None:
+    options.size(parser, 62_196, quick=3_000)
+    options.texts(parser, 10_000, quick=400, help="texts kept in the term cache")
+    options.option(parser, "--shares", shares, [0.01, 0.05, 0.2],
+                   help="share of the papers each drop replaces (one drop each)")  # fmt: skip
+
+
 BENCHMARKS = (
     Benchmark(
         name="churn",
@@ -44,5 +55,13 @@ BENCHMARKS = (
         sections=("churn",),
         run="benchmarks.churn.soak:run",
         add_options=churn_options,
+    ),
+    Benchmark(
+        name="term-cache-upkeep",
+        summary="what keeping 10,000 texts exact costs a drop: upkeep seconds against the apply"
+        " time, a table without cache side by side, the cache audited after each drop",
+        sections=("term-cache-upkeep",),
+        run="benchmarks.churn.upkeep:run",
+        add_options=upkeep_options,
     ),
 )

@@ -10,7 +10,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from benchmarks.common.requests import ExactAnnOracle, answer_all, final_recall, timed_answers
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.backends.pg.health import table_health, vacuum
+from candlefire_pipeline.backends.pg.terms.audit import audit
+from candlefire_pipeline.backends.pg.terms.cache import CacheParams
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.retrieval.retriever import Retriever
 
@@ -33,6 +36,12 @@ class Checkpoint:
     drop_seconds: float  # mean seconds per drop since the previous checkpoint (0 at drop 0)
     stage_p95_ms: dict[str, float] = field(default_factory=dict)  # the store's stages
     waited_seconds: float = 0.0  # mean wait for autovacuum per drop (paced soak)
+    #: the term cache: entries, how many differ from a fresh computation (0: exact), the mean
+    #: recall of walked lists, and its upkeep's share of the drops' replace_papers time
+    cache_entries: int = 0
+    cache_differences: int = 0
+    cache_walked_recall: float = 1.0
+    upkeep_share: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,11 +50,26 @@ class Checkpoint:
 STAGES = ("semantic", "entities", "keyword", "grounding")
 
 
+def exact_twin(store) -> PgVectorBackend:
+    """The same table with no term cache and every keyword variant's holders ranked exactly:
+    the oracle's substring side (its ANN side is the memory backend)."""
+    return PgVectorBackend(
+        store._dsn, table=store.names.table, substring_mode=store.substring_mode, ann=store.ann,
+        cache=CacheParams(enabled=False, keyword_walk="off"),
+    )  # fmt: skip
+
+
 def measure(store, memory, embedder, requests, drop: int, drop_seconds: float) -> Checkpoint:
-    """One checkpoint of the store against the exact oracle over the same content."""
+    """One checkpoint of the store against the exact oracle over the same content, and an
+    audit of its term cache (every entry against a fresh computation)."""
     answers, seconds = timed_answers(Retriever(store, embedder), requests)
     stages = {s: metrics.p95([a.timings[s] for a in answers]) * 1e3 for s in STAGES if answers}
-    oracle = answer_all(Retriever(ExactAnnOracle(memory, store), embedder), requests)
+    exact = exact_twin(store)
+    try:
+        oracle = answer_all(Retriever(ExactAnnOracle(memory, exact), embedder), requests)
+    finally:
+        exact.close()
+    cache = audit(store)
     store.conn.execute("SELECT pg_stat_force_next_flush()")
     health = table_health(store.conn, store.names.table)
     hnsw, gin = health.index("hnsw"), health.index("gin")
@@ -53,8 +77,11 @@ def measure(store, memory, embedder, requests, drop: int, drop_seconds: float) -
         drop, final_recall(answers, oracle), metrics.p50(seconds) * 1e3,
         metrics.p95(seconds) * 1e3, hnsw.bytes, gin.bytes, health.heap_bytes,
         health.live_tuples, health.dead_tuples, health.autovacuum_count, health.vacuum_count,
-        drop_seconds, stages,
+        drop_seconds, stages, cache_entries=cache.checked,
+        cache_differences=len(cache.differences), cache_walked_recall=cache.walked_recall,
     )  # fmt: skip
+    for difference in cache.differences[:5]:
+        log.error("term cache not exact at drop %d: %s", drop, difference)
     log.info("checkpoint %s", point)
     return point
 
@@ -131,10 +158,12 @@ def run_soak(
         on_checkpoint(points[0])
     spent: list[float] = []
     waited: list[float] = []
+    shares: list[float] = []
     for number in range(1, plan.drops + 1):
         rows, _ = reviser.drop(number, plan.share, embedder.model_id)
         started = time.perf_counter()
         store.replace_papers(rows)  # the product's path: DELETE + COPY, one transaction
+        shares.append(store.last_upkeep.seconds / (time.perf_counter() - started))
         if plan.upkeep and soak_log is not None:
             upkeep_store(store, number, rows.num_rows, soak_log)
         spent.append(time.perf_counter() - started)
@@ -153,8 +182,9 @@ def run_soak(
         if number % plan.every == 0 or number == plan.drops:
             point = measure(store, memory, embedder, requests, number, metrics.mean(spent))
             point.waited_seconds = metrics.mean(waited) if waited else 0.0
+            point.upkeep_share = metrics.mean(shares)
             points.append(point)
-            spent, waited = [], []
+            spent, waited, shares = [], [], []
             if on_checkpoint:
                 on_checkpoint(point)
     return points

@@ -90,6 +90,7 @@ class MatrixOracle:
         n: int,
         where: Filter | None = None,
         stage: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> list[list[ResultRow]]:
         tops = self.top(vectors, n, where)
         wanted = {self.corpus.pmids[i] for rows in tops for i, _ in rows}

@@ -77,7 +77,7 @@ class ExactAnnOracle:
     def __init__(self, memory, store) -> None:
         self._memory, self._store = memory, store
 
-    def semantic_candidates(self, vectors, n, where=None, stage=None):
+    def semantic_candidates(self, vectors, n, where=None, stage=None, texts=None):
         return self._memory.semantic_candidates(vectors, n, where, stage)
 
     def __getattr__(self, attribute: str):

@@ -70,6 +70,12 @@ class SubstringMemo:
             self._memo[key] = self._store.substring_candidates(variants, vectors, n, where)
         return self._memo[key]
 
+    def ground_terms(self, terms):
+        key = ("ground", tuple(tuple(t) for t in terms))
+        if key not in self._memo:
+            self._memo[key] = self._store.ground_terms(terms)
+        return self._memo[key]
+
     def contains(self, variants, where=None):
         key = ("contains", tuple(variants), where)
         if key not in self._memo:

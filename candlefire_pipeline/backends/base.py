@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypedDict, runtime_checkable
+from typing import NamedTuple, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +33,13 @@ class ResultRow(TypedDict):
     has_full_text: bool
     document: str
     similarity: float | None  # 1 - cosine distance; None for plain fetches
+
+
+class Grounding(NamedTuple):
+    """Whether a term (any of its variants) is written in some chunk, and in some abstract."""
+
+    corpus: bool
+    abstract: bool
 
 
 class DimensionMismatchError(ValueError):
@@ -102,11 +109,13 @@ class VectorBackend(Protocol):
         n: int,
         where: Filter | None = None,
         stage: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> list[list[ResultRow]]:
         """Top-n chunks by cosine similarity per query vector (one round trip), best first.
 
         `stage` (one of ANN_STAGES, or None for "semantic") is a hint: an approximate backend may
-        tune its search effort to it; exact backends ignore it.
+        tune its search effort to it; exact backends ignore it. `texts`, one per vector, are
+        what the vectors embed (entity names): a store that keeps answers by text may use them.
         """
 
     def substring_candidates(
@@ -118,6 +127,10 @@ class VectorBackend(Protocol):
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         """Whether any chunk's document contains any variant (grounding)."""
+
+    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
+        """Per term (its variants), whether any chunk holds a variant, and any abstract chunk
+        (chunk_index 0); every term of a request at once."""
 
     def fetch(self, where: Filter) -> list[ResultRow]:
         """Chunks matching the filter, ordered by (pmid, chunk_index); similarity None."""

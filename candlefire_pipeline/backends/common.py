@@ -9,7 +9,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from candlefire_pipeline.backends.base import ANN_STAGES, DimensionMismatchError, Filter, ResultRow
+from candlefire_pipeline.backends.base import (
+    ANN_STAGES,
+    DimensionMismatchError,
+    Filter,
+    Grounding,
+    ResultRow,
+)
 from candlefire_pipeline.corpus.schema import store_schema
 from candlefire_pipeline.stores import SUBSTRING_MODES
 
@@ -218,6 +224,34 @@ def check_variant_queries(variants: Sequence[str] | str, vectors: np.ndarray) ->
             f"vectors of shape {shape}"
         )
     return variants
+
+
+def check_texts(texts: Sequence[str] | None, count: int) -> list[str] | None:
+    """The texts of a semantic_candidates call: one non-empty string per query vector."""
+    if texts is None:
+        return None
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not one string")
+    texts = list(texts)
+    if len(texts) != count or not all(isinstance(t, str) and t for t in texts):
+        raise ValueError(f"texts must be {count} non-empty strings, one per query vector")
+    return texts
+
+
+def grounding_of(variants: Sequence[str], facts: Mapping[str, tuple[bool, bool]]) -> Grounding:
+    """A term's grounding from its variants' (held, held by an abstract) facts."""
+    return Grounding(any(facts[v][0] for v in variants), any(facts[v][1] for v in variants))
+
+
+def ground_by_contains(backend, terms: Sequence[Sequence[str]]) -> list[Grounding]:
+    """ground_terms for a store without a batched form: two contains() per term."""
+    out = []
+    for variants in terms:
+        variants = clean_variants(variants)
+        abstract = bool(variants) and backend.contains(variants, Filter(abstract_only=True))
+        corpus = abstract or (bool(variants) and backend.contains(variants))
+        out.append(Grounding(corpus, abstract))
+    return out
 
 
 def like_pattern(variant: str) -> str:

@@ -13,6 +13,7 @@ from candlefire_pipeline.stores import BACKEND_NAMES, CHROMA, MEMORY, PGVECTOR, 
 
 if TYPE_CHECKING:
     from candlefire_pipeline.backends.pg.layout import AnnParams
+    from candlefire_pipeline.backends.pg.terms.cache import CacheParams
 
 
 def backend_class(name: str) -> type[VectorBackend]:
@@ -61,6 +62,21 @@ def pg_ann_params(settings: Settings) -> AnnParams:
     )
 
 
+def pg_cache_params(settings: Settings) -> CacheParams:
+    """The pgvector term cache's parameters: CANDLEFIRE_TERM_CACHE_*, and the entity stage's
+    effort for the walks that make its entries (paid once per kept text, not per request)."""
+    from candlefire_pipeline.backends.pg.terms.cache import CacheParams
+
+    cache = settings.term_cache
+    return CacheParams(
+        enabled=cache.enabled,
+        max_entries=cache.max_entries,
+        depth=cache.depth,
+        fill_ef=settings.hnsw_ef_search_entities,
+        keyword_walk=cache.keyword_walk,
+    )
+
+
 def open_backend(name: str, settings: Settings) -> VectorBackend:
     """A connected backend (one of BACKEND_NAMES) configured by settings; the caller closes it."""
     if name == PGVECTOR:
@@ -72,6 +88,7 @@ def open_backend(name: str, settings: Settings) -> VectorBackend:
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
             ann=pg_ann_params(settings),
+            cache=pg_cache_params(settings),
         )
     if name == CHROMA:
         local = settings.chroma_host is None

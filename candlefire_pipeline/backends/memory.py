@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import Filter, Grounding, ResultRow, RowProgress
 
 
 @dataclass
@@ -178,6 +178,7 @@ class MemoryBackend:
         n: int,
         where: Filter | None = None,
         stage: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
         common.check_stage(stage)  # one effort for every stage here
@@ -206,6 +207,9 @@ class MemoryBackend:
             else:
                 out.append(view.ranked(hits, view.unit[hits] @ query, n))
         return out
+
+    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
+        return common.ground_by_contains(self, terms)
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         return self._substring_hits(variants, common.check_filter(where)).size > 0

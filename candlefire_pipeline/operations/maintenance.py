@@ -21,6 +21,7 @@ from pathlib import Path
 
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.pg import health as pg_health
+from candlefire_pipeline.backends.pg.terms.summary import summarize
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
@@ -90,6 +91,11 @@ def pgvector_health(backend) -> StoreHealth:
         return out
     pg_health.estimate_fresh_sizes(backend.conn, health)
     out.figures = _pg_figures(health)
+    cache = summarize(backend.conn, backend.names)
+    if cache is not None:
+        out.figures |= cache.metadata()
+        if not cache.valid:
+            out.notes.append(f"{cache.describe()}: a write bypassed the store")
     if health.dead_ratio > VACUUM_DEAD_RATIO:
         out.actions.append(Action("pgvector", "vacuum", health.table, (
             f"{health.dead_tuples:,} dead tuples = {health.dead_ratio:.2f} of the live ones"

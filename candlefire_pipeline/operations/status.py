@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
+from candlefire_pipeline.backends.pg.terms.summary import CacheSummary, summarize
 from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.pg_versions import backend_versions
@@ -34,6 +35,8 @@ class Status:
     shadow: ShadowWindow | None = None  # the latest window of live shadow comparisons
     #: store -> its server's versions (Postgres stores only)
     versions: dict[str, ServerVersions] = field(default_factory=dict)
+    #: pgvector's term cache (None: the table has none yet)
+    term_cache: CacheSummary | None = None
 
     @property
     def reachable(self) -> bool:
@@ -70,6 +73,7 @@ def collect_status(settings: Settings) -> Status:
                 status.chunk_counts[store] = backend.count()
                 if store == PGVECTOR:  # Postgres answers: a good moment to replay history
                     status.versions[store] = backend_versions(backend)
+                    status.term_cache = summarize(backend.conn, backend.names)
                     sync_history(settings, resolve_dsn(settings))
         except Exception as exc:  # any failure means unreachable, said plainly
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
@@ -119,6 +123,8 @@ def format_status(status: Status) -> str:
         lines.append(f"{store}: {count} chunks" + (f" ({versions.describe()})" if versions else ""))
         if versions is not None and versions.below_floor():
             lines.append(f"{store}: BELOW THE VERSION FLOOR - {versions.floor_problem()}")
+        if store == PGVECTOR and status.term_cache is not None:
+            lines.append(f"{store}: {status.term_cache.describe()}")
     for store, error in status.errors.items():
         lines.append(f"{store}: UNREACHABLE - {error}")
     return "\n".join(lines)

@@ -190,7 +190,7 @@ class Retriever:
 
     def _entities(self, names: Sequence[str], vectors: dict[str, np.ndarray], n: int) -> list[dict]:
         matrix = self._matrix(vectors, names)
-        return entity_stage(self.backend, matrix, self.settings.entity_hits, n)
+        return entity_stage(self.backend, names, matrix, self.settings.entity_hits, n)
 
     def search_by_keyword(self, terms: Sequence[str], n: int | None = None) -> list[dict]:
         """candle-fire's search_by_keyword: per variant of each non-blank term, the n chunks
@@ -208,22 +208,23 @@ class Retriever:
 
     def is_grounded_in_corpus(self, term: str) -> bool:
         """Whether any variant of term is a substring of any chunk."""
-        return self.backend.contains(term_variants(term))
+        return self.grounding([term])[term]["corpus"]
 
     def is_grounded_in_abstract(self, term: str) -> bool:
         """Whether any variant of term is a substring of an abstract chunk (chunk_index 0)."""
-        return self.backend.contains(term_variants(term), Filter(abstract_only=True))
+        return self.grounding([term])[term]["abstract"]
 
     def grounding(self, terms: Iterable[str]) -> dict[str, dict[str, bool]]:
-        """term -> {corpus, abstract} for each non-blank term; the abstract implies the corpus."""
-        found: dict[str, dict[str, bool]] = {}
-        for term in terms:
-            if term in found or not term.strip():
-                continue
-            abstract = self.is_grounded_in_abstract(term)
-            corpus = abstract or self.is_grounded_in_corpus(term)
-            found[term] = {"corpus": corpus, "abstract": abstract}
-        return found
+        """term -> {corpus, abstract} for each non-blank term (every term in one store call);
+        the abstract implies the corpus."""
+        wanted = list(dict.fromkeys(t for t in terms if t.strip()))
+        if not wanted:
+            return {}
+        facts = self.backend.ground_terms([term_variants(t) for t in wanted])
+        return {
+            term: {"corpus": fact.corpus or fact.abstract, "abstract": fact.abstract}
+            for term, fact in zip(wanted, facts, strict=True)
+        }
 
     # paper fetch ------------------------------------------------------------------
     def get_paper(self, pmid: str) -> dict | None:

@@ -36,13 +36,19 @@ def semantic_stage(
     return merged([chunks], n)
 
 
-def entity_stage(backend: VectorBackend, vectors: np.ndarray, hits: int, n: int) -> list[ResultRow]:
-    """Per name vector its `hits` most similar chunks (one round trip), best per paper, first n."""
+def entity_stage(
+    backend: VectorBackend, names: Sequence[str], vectors: np.ndarray, hits: int, n: int
+) -> list[ResultRow]:
+    """Per name its `hits` chunks most similar to the name's vector (one round trip), best per
+    paper, first n. The names go with their vectors: a store may keep answers by name."""
     if not len(vectors):
         return []
 
     def ask(indices: Sequence[int], limit: int) -> list[list[ResultRow]]:
-        return backend.semantic_candidates(vectors[list(indices)], limit, stage="entities")
+        picked = list(indices)
+        return backend.semantic_candidates(
+            vectors[picked], limit, stage="entities", texts=[names[i] for i in picked]
+        )
 
     return merged(top_k(ask, len(vectors), hits), n)
 

@@ -51,6 +51,7 @@ from candlefire_pipeline.settings.sections import (
     RetrievalSettings,
 )
 from candlefire_pipeline.settings.shadow import ShadowSettings
+from candlefire_pipeline.settings.term_cache import TermCacheSettings
 from candlefire_pipeline.settings.watch import WatchSettings
 from candlefire_pipeline.stores import DEFAULT_STORES, SUBSTRING_MODES
 
@@ -91,6 +92,7 @@ __all__ = [
     "RetrievalSettings",
     "Settings",
     "ShadowSettings",
+    "TermCacheSettings",
     "WatchSettings",
     "backfill_partitions_per_run",
     "code_location_settings",
@@ -137,6 +139,8 @@ class Settings(DataLayout):
     hnsw_ef_search: int = 200
     hnsw_ef_search_entities: int = 200
     pg_ann: PgAnnSettings = field(default_factory=PgAnnSettings)
+    #: the pgvector store's kept keyword, entity and grounding answers (CANDLEFIRE_TERM_CACHE_*)
+    term_cache: TermCacheSettings = field(default_factory=TermCacheSettings)
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection: str = "candlefire_chunks"
@@ -220,6 +224,7 @@ class Settings(DataLayout):
             ),
             **_hnsw(cls),
             pg_ann=PgAnnSettings.from_env(),
+            term_cache=TermCacheSettings.from_env(),
             chroma_host=env_str("CANDLEFIRE_CHROMA_HOST"),
             chroma_port=env_int("CANDLEFIRE_CHROMA_PORT", cls.chroma_port),
             chroma_collection=env_str("CANDLEFIRE_CHROMA_COLLECTION", cls.chroma_collection),

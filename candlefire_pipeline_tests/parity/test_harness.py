@@ -7,6 +7,7 @@ import pytest
 from psycopg import sql
 
 from candlefire_pipeline.backends.base import Filter
+from candlefire_pipeline.backends.common import ground_by_contains
 from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import ParityQuery, load_queries
@@ -110,6 +111,9 @@ class TrigramFloor:
 
     def __getattr__(self, attr):
         return getattr(self._store, attr)
+
+    def ground_terms(self, terms):
+        return ground_by_contains(self, terms)
 
     def contains(self, variants, where=None) -> bool:
         kept = [v for v in variants if len(v) >= 3]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from candlefire_pipeline.backends.base import Filter
+from candlefire_pipeline.backends.common import ground_by_contains
 from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.parity.gates import evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
@@ -39,6 +40,9 @@ class LowerCasing:
     @staticmethod
     def _folded(variants):
         return list(dict.fromkeys([*variants, *(v.lower() for v in variants)]))
+
+    def ground_terms(self, terms):
+        return ground_by_contains(self, terms)
 
     def contains(self, variants, where=None) -> bool:
         return self._store.contains(self._folded(variants), where)

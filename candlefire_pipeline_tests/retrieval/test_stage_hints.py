@@ -16,9 +16,9 @@ class StageSpy(MemoryBackend):
         super().__init__()
         self.calls: list[tuple[int, int, str | None]] = []
 
-    def semantic_candidates(self, vectors, n, where=None, stage=None):
+    def semantic_candidates(self, vectors, n, where=None, stage=None, texts=None):
         self.calls.append((len(vectors), n, stage))
-        return super().semantic_candidates(vectors, n, where, stage)
+        return super().semantic_candidates(vectors, n, where, stage, texts)
 
 
 def test_retrieve_names_the_semantic_and_entity_stages():

@@ -25,6 +25,7 @@ from candlefire_pipeline.backends.pg import bulk as pg_bulk
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.backends.pg.layout import AnnParams, Layout
+from candlefire_pipeline.backends.pg.terms.cache import CacheParams
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +91,18 @@ def table_name(size: int) -> str:
     return f"scale_{size}"
 
 
-def open_layout(dsn: str, table: str, name: str, **effort) -> PgVectorBackend:
+#: The exact reference's store: nothing kept, every keyword variant's holders ranked exactly.
+EXACT_SUBSTRINGS = CacheParams(enabled=False, keyword_walk="off")
+
+
+def open_layout(
+    dsn: str, table: str, name: str, cache: CacheParams | None = None, **effort
+) -> PgVectorBackend:
     """The table as the product opens it with `name`'s layout (and optional effort changes)."""
-    return build_backend("pgvector", dsn, table=table, ann=replace(LAYOUTS[name], **effort))
+    ann = replace(LAYOUTS[name], **effort)
+    # as the product maps its settings: the entity stage's effort makes the kept entity lists
+    cache = cache or CacheParams(fill_ef=ann.ef_search_entities)
+    return build_backend("pgvector", dsn, table=table, ann=ann, cache=cache)
 
 
 def load_table(dsn: str, embedder, size: int, memory: ServerMemory) -> tuple[ScaleCorpus, PgBuild]:
@@ -124,6 +134,7 @@ def load_table(dsn: str, embedder, size: int, memory: ServerMemory) -> tuple[Sca
         _timed(build, "trigram GIN", lambda: conn.execute(trigram))
         build.peak_memory["indexes"] = memory.phase_peak()
     conn.execute(sql.SQL("ANALYZE {}").format(names.ident()))
+    store.clear_term_cache("the benchmark's first build")  # COPY above bypassed the store
     build.rows = size
     build.bytes = relation_bytes(store)
     store.close()

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import Filter, Grounding, ResultRow, RowProgress
 from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
 from candlefire_pipeline.backends.chroma.filters import chroma_where_document, chroma_wheres
 from candlefire_pipeline.backends.chroma.metadata import scalar_metadata
@@ -211,6 +211,7 @@ class ChromaBackend:
         n: int,
         where: Filter | None = None,
         stage: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
         common.check_stage(stage)  # one effort for every stage here
@@ -258,6 +259,9 @@ class ChromaBackend:
             )
             for variant, query in zip(variants, queries, strict=True)
         ]
+
+    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
+        return common.ground_by_contains(self, terms)
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)

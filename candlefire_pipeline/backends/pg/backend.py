@@ -6,14 +6,13 @@ import logging
 import threading
 from collections.abc import Sequence
 
-import numpy as np
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 from psycopg import sql
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import RowProgress
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
 from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import health as pg_health
@@ -26,9 +25,12 @@ from candlefire_pipeline.backends.pg.layout import (
     RowEstimate,
     SessionSettings,
     check_layout,
-    stage_effort,
     stored_layout,
 )
+from candlefire_pipeline.backends.pg.reads import PgReads
+from candlefire_pipeline.backends.pg.terms import schema as terms_schema
+from candlefire_pipeline.backends.pg.terms import upkeep as terms_upkeep
+from candlefire_pipeline.backends.pg.terms.cache import CacheParams, TermCache
 from candlefire_pipeline.redact import redact_dsn
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ log = logging.getLogger(__name__)
 BULK_REBUILD_ROWS = 5_000
 
 
-class PgVectorBackend:
+class PgVectorBackend(PgReads):
     """Chunks in one Postgres table; replace_papers is one transaction per call."""
 
     name = "pgvector"
@@ -51,6 +53,7 @@ class PgVectorBackend:
         hnsw_ef_construction: int = 64,
         ann: AnnParams | None = None,
         bulk_rebuild_rows: int = BULK_REBUILD_ROWS,
+        cache: CacheParams | None = None,
     ) -> None:
         self.names = pg_sql.Names(table)
         self.substring_mode = common.check_substring_mode(substring_mode)
@@ -73,6 +76,11 @@ class PgVectorBackend:
         #: The model once the table is known to exist (and its layout checked); reads skip the
         #: catalog lookups then.
         self._ready: tuple[str, int] | None = None
+        #: keyword, entity and grounding answers kept by text (backends/pg/terms)
+        self.terms = TermCache(self, cache or CacheParams())
+        #: what the last write did to the term cache, and every write of this object summed
+        self.last_upkeep: terms_upkeep.UpkeepReport | None = None
+        self.upkeep_total = terms_upkeep.UpkeepReport()
 
     def _open(self) -> psycopg.Connection:
         conn = open_connection(self._dsn)
@@ -126,6 +134,9 @@ class PgVectorBackend:
             if layout is not None and layout.quantization == "unknown":
                 log.warning("%s has no ANN index; building it", self.names.table)
                 self._create_indexes(dim)
+            if not terms_schema.exists(self.conn, self.names):
+                log.info("adding the term cache to %s", self.names.table)
+                self._create_term_cache(dim)
             return False
         self.conn.execute(pg_sql.create_meta(self.names))
         self.conn.execute(pg_sql.create_table(self.names, dim, self.layout))
@@ -134,8 +145,14 @@ class PgVectorBackend:
             sql.SQL("INSERT INTO {m} (model_id, dim) VALUES (%s, %s)").format(m=self.names.meta),
             [model_id, int(dim)],
         )
+        self._create_term_cache(dim)
         log.info("created %s for %s (%d-dim)", self.names.table, model_id, dim)
         return True
+
+    def _create_term_cache(self, dim: int) -> None:
+        for statement in terms_schema.create_statements(self.names, dim):
+            self.conn.execute(statement)
+        self.terms.forget_schema()  # check again at the next read
 
     def ensure_schema(self, model_id: str, dim: int) -> None:
         common.check_model(None, model_id, dim)
@@ -148,9 +165,12 @@ class PgVectorBackend:
         """Drop the table and its model contract (the next write fixes a new model)."""
         with self.conn.transaction():
             self._lock()
+            for statement in terms_schema.drop_statements(self.names):
+                self.conn.execute(statement)
             for ident in (self.names.ident(), self.names.meta):
                 self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=ident))
         self._ready = None
+        self.terms.forget_schema()
 
     # write side ------------------------------------------------------------------------------
     def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
@@ -166,15 +186,18 @@ class PgVectorBackend:
             self._lock()
             self._fix_model(model_id, dim)
             ensure_insertion_order(self.conn, self.names)
+            stale = terms_upkeep.begin(self.conn, self.names)
             if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
                 self._bulk_load(rows, dim, progress)
+                report = terms_upkeep.clear_all(self.conn, self.names, "first build of the table")
             else:
-                self.conn.execute(
-                    sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
-                    [pmids],
-                )
+                deleted = self._delete_returning(pmids)
                 pg_bulk.copy_rows(self.conn, self.names, rows, progress=progress)
-        self._rows.forget()
+                report = terms_upkeep.maintain(
+                    self.conn, self.names, deleted, rows, self.terms.params.depth
+                )
+            report.cleared = report.cleared or stale
+        self._upkept(report)
         pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
         return rows.num_rows
 
@@ -187,6 +210,14 @@ class PgVectorBackend:
         memory = pg_bulk.build_memory_mb(rows.num_rows, dim, self.layout.indexed_type)
         pg_bulk.use_build_resources(self.conn, memory)
         self._create_indexes(dim)
+
+    def clear_term_cache(self, reason: str) -> None:
+        """Forget every kept answer and mark the cache current again (after a load that wrote
+        the table without keeping it, or to measure cold requests)."""
+        with self.conn.transaction():
+            self._lock()
+            if terms_schema.exists(self.conn, self.names):
+                self._upkept(terms_upkeep.clear_all(self.conn, self.names, reason))
 
     def _is_empty(self) -> bool:
         query = sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {t})").format(t=self.names.ident())
@@ -205,11 +236,26 @@ class PgVectorBackend:
             return 0
         with self.conn.transaction():
             self._lock()
-            cur = self.conn.execute(
-                sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s)").format(t=self.names.ident()),
-                [list(pmids)],
+            self._fix_model(*self._ready_model())
+            stale = terms_upkeep.begin(self.conn, self.names)
+            deleted = self._delete_returning(list(pmids))
+            report = terms_upkeep.maintain(
+                self.conn, self.names, deleted, None, self.terms.params.depth
             )
-            return cur.rowcount
+            report.cleared = report.cleared or stale
+        self._upkept(report)
+        return len(deleted)
+
+    def _upkept(self, report: terms_upkeep.UpkeepReport) -> None:
+        self.last_upkeep = report
+        self.upkeep_total.add(report)
+        self._rows.forget()
+
+    def _delete_returning(self, pmids: list[str]) -> list[str]:
+        """Delete every chunk of these papers; the deleted chunk ids (the cache's upkeep)."""
+        query = sql.SQL("DELETE FROM {t} WHERE pmid = ANY(%s) RETURNING chunk_id")
+        rows = self.conn.execute(query.format(t=self.names.ident()), [pmids]).fetchall()
+        return [row[0] for row in rows]
 
     # inventory -------------------------------------------------------------------------------
     def _select(self, template: str, params: Sequence = ()) -> list[tuple]:
@@ -245,87 +291,7 @@ class PgVectorBackend:
         rows = self._select("SELECT EXISTS (SELECT 1 FROM {t} WHERE pmid = %s)", [pmid])
         return bool(rows and rows[0][0])
 
-    # read side -------------------------------------------------------------------------------
-    def semantic_candidates(
-        self,
-        vectors: np.ndarray,
-        n: int,
-        where: Filter | None = None,
-        stage: str | None = None,
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        stage = common.check_stage(stage)
-        stored = self._ready_model()
-        queries = common.query_matrix(vectors, stored)
-        out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
-        if stored is None or not len(queries) or common.matches_nothing(where):
-            return out
-        candidates = self.layout.candidates(n, self.ann.rerank_factor)
-        with self._searching:
-            exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
-            if not exact:
-                self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
-            out = self._nearest(queries, n, where, stored[1], candidates, exact)
-            # A graph walk ends after hnsw.max_scan_tuples: under a selective filter it can stop
-            # with fewer than n matches while more exist (30 of 60 at 0.15% of 250k chunks, the
-            # filters benchmark). Those queries are asked exactly, so a list is short only when
-            # fewer rows match.
-            short = [] if exact else [i for i, hits in enumerate(out) if len(hits) < n]
-            if short:
-                again = self._nearest(queries[short], n, where, stored[1], candidates, True)
-                for i, hits in zip(short, again, strict=True):
-                    out[i] = hits
-        return out
-
-    def _nearest(
-        self, queries: np.ndarray, n: int, where: Filter, dim: int, candidates: int, exact: bool
-    ) -> list[list[ResultRow]]:
-        query, params = pg_sql.semantic_query(
-            self.names, where, list(queries), n, self.layout, dim, candidates, exact
-        )
-        out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
-        for row in self.conn.execute(query, params).fetchall():
-            out[row[0] - 1].append(_result(row[1:]))
-        return out
-
-    def substring_candidates(
-        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        variants = common.check_variant_queries(variants, vectors)
-        if not variants:
-            return []
-        stored = self._ready_model()
-        queries = common.query_matrix(vectors, stored)
-        out: list[list[ResultRow]] = [[] for _ in variants]
-        if stored is None or common.matches_nothing(where):
-            return out
-        query, params = pg_sql.substring_query(
-            self.names, variants, self.substring_mode, where, list(queries), n, self.layout
-        )
-        for row in self.conn.execute(query, params).fetchall():
-            out[row[0]].append(_result(row[1:]))
-        return out
-
-    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
-        where = common.check_filter(where)
-        variants = common.clean_variants(variants)
-        if not variants or common.matches_nothing(where) or self._ready_model() is None:
-            return False
-        query, params = pg_sql.contains_query(self.names, variants, self.substring_mode, where)
-        return bool(self.conn.execute(query, params).fetchone()[0])
-
-    def fetch(self, where: Filter) -> list[ResultRow]:
-        where = common.check_filter(where)
-        if common.matches_nothing(where) or self._ready_model() is None:
-            return []
-        query, params = pg_sql.fetch_query(self.names, where)
-        return [_result(row) for row in self.conn.execute(query, params).fetchall()]
-
     def close(self) -> None:
+        if not self._conn.closed:
+            self.terms.flush()
         self._conn.close()
-
-
-def _result(row: Sequence) -> ResultRow:
-    record = dict(zip(RESULT_FIELDS, row, strict=True))
-    return common.result_row(record["chunk_id"], record["document"], record, record["similarity"])

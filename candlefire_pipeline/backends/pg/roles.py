@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import psycopg
 from psycopg import sql
 
 from candlefire_pipeline.backends.pg.sql import Names
+
+log = logging.getLogger(__name__)
 
 
 def reader_role_statements(role: str, database: str, table: str = "chunks") -> list[sql.Composed]:
@@ -22,10 +26,21 @@ def reader_role_statements(role: str, database: str, table: str = "chunks") -> l
     ]
 
 
+def term_cache_statements(role: str, table: str = "chunks") -> list[sql.Composed]:
+    """What the role may write: the term cache's entries (kept answers), nothing else."""
+    names, ident = Names(table), sql.Identifier(role)
+    terms = names.ident("_terms")
+    return [
+        sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(terms, ident),
+        sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(names.ident("_terms_id_seq"), ident),
+    ]
+
+
 def ensure_reader_role(
     dsn: str, role: str, password: str | None = None, table: str = "chunks"
 ) -> None:
-    """Create `role` (LOGIN, read-only) if missing and grant it SELECT on the store."""
+    """Create `role` (LOGIN, read-only) if missing and grant it SELECT on the store, and the
+    writes of the term cache when the store has one (run it again after the first write)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
         if not exists:
@@ -34,5 +49,14 @@ def ensure_reader_role(
                 create = sql.SQL("{} PASSWORD {}").format(create, sql.Literal(password))
             conn.execute(create)
         database = conn.execute("SELECT current_database()").fetchone()[0]
-        for statement in reader_role_statements(role, database, table):
+        statements = reader_role_statements(role, database, table)
+        cache = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", [Names(table).ident("_terms").as_string(conn)]
+        ).fetchone()[0]
+        if cache:
+            statements += term_cache_statements(role, table)
+        else:
+            log.warning("%s has no term cache yet: %s may read it, not keep answers in it; run "
+                        "this again after the first write", table, role)  # fmt: skip
+        for statement in statements:
             conn.execute(statement)

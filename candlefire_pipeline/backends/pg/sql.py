@@ -243,26 +243,39 @@ def semantic_query(
     dim: int,
     candidates: int,
     exact: bool = False,
+    patterns: tuple[list[str], str] | None = None,
 ) -> tuple[sql.Composed, list]:
     """Top-n per query vector in one statement: unnest the vectors, LATERAL ANN per vector
     (nearest_rows).
 
-    The vectors go as a binary parameter (%b): pgvector-python's text form formats every float
-    in Python (2.5 ms per 384-dim vector at load 13 here), which was most of the 12-name
-    fan-out's client time.
+    Rows are (ord, result columns..., similarity, distance). `patterns` = (one LIKE pattern per
+    vector, the substring mode): each walk keeps only the chunks holding its own pattern (the
+    keyword stage's walk for a variant held by many chunks). Equal distances are ordered by id
+    wherever the order is the query's own (an exact scan, a re-rank): the same rows on every
+    call, which the term cache's upkeep relies on. The vectors go as a binary parameter (%b):
+    pgvector-python's text form formats every float in Python (2.5 ms per 384-dim vector at
+    load 13 here), which was most of the 12-name fan-out's client time.
     """
     conds, params = where_clause(where)
+    source = sql.SQL("unnest(%b::vector[]) WITH ORDINALITY AS q(vec, ord)")
+    inputs: list = [vectors]
+    if patterns is not None:
+        operator = sql.SQL("ILIKE" if patterns[1] == "ilike" else "LIKE")
+        conds = [*conds, sql.SQL("c.document {} q.pattern ESCAPE '\\'").format(operator)]
+        source = sql.SQL("unnest(%b::vector[], %s::text[]) WITH ORDINALITY AS q(vec, pattern, ord)")
+        inputs.append([like_pattern(v) for v in patterns[0]])
     nearest, limits = nearest_rows(
-        names, _conjunction(conds), n, layout, dim, candidates, exact, result_columns()
-    )
+        names, _conjunction(conds), n, layout, dim, candidates, exact, result_columns(),
+        tiebreak=sql.SQL('c.chunk_id COLLATE "C"'),
+    )  # fmt: skip
     query = sql.SQL(
-        """SELECT q.ord, {cols}, 1 - c.distance AS similarity
-        FROM unnest(%b::vector[]) WITH ORDINALITY AS q(vec, ord)
+        """SELECT q.ord, {cols}, 1 - c.distance AS similarity, c.distance
+        FROM {source}
         CROSS JOIN LATERAL ({nearest}) c
         ORDER BY q.ord, c.distance, c.chunk_id COLLATE "C"
         """
-    ).format(cols=result_columns(), nearest=nearest)
-    return query, [vectors, *params, *limits]
+    ).format(source=source, cols=result_columns(), nearest=nearest)
+    return query, [*inputs, *params, *limits]
 
 
 def substring_query(
@@ -276,6 +289,7 @@ def substring_query(
 ) -> tuple[sql.Composed, list]:
     """Per variant: every chunk holding it (trigram index), sorted by cosine distance to that
     variant's own vector, the first n; all variants in one statement, `ord` numbering them.
+    Rows are (ord, result columns..., similarity, distance).
 
     Exact. Each variant's filter is a MATERIALIZED CTE, which keeps the planner from walking the
     HNSW index with the LIKE as a post-filter (approximate, and for a rare term a scan of up to
@@ -308,7 +322,7 @@ def substring_query(
         limits.append(n)
     query = sql.SQL(
         """WITH {ctes}
-        SELECT best.ord, {cols}, 1 - best.distance AS similarity
+        SELECT best.ord, {cols}, 1 - best.distance AS similarity, best.distance
         FROM ({branches}) best JOIN {t} c ON c.chunk_id = best.chunk_id
         ORDER BY best.ord, best.distance, c.chunk_id COLLATE "C"
         """

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from qdrant_client import models
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import Filter, Grounding, ResultRow, RowProgress
 from candlefire_pipeline.backends.qdrant import local as qdrant_local
 from candlefire_pipeline.backends.qdrant import server as qdrant_server
 from candlefire_pipeline.backends.qdrant.filters import (
@@ -268,6 +268,7 @@ class QdrantBackend:
         n: int,
         where: Filter | None = None,
         stage: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> list[list[ResultRow]]:
         n, where = common.check_n(n), common.check_filter(where)
         common.check_stage(stage)  # one hnsw_ef for every stage here
@@ -312,6 +313,9 @@ class QdrantBackend:
         with self._guard:
             responses = self._client.query_batch_points(self.collection, requests=requests)
         return [hits(response.points) for response in responses]
+
+    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
+        return common.ground_by_contains(self, terms)
 
     def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
         where = common.check_filter(where)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from candlefire_pipeline.backends.pg.terms.summary import summarize
 from candlefire_pipeline.defs.batch_metadata import batch_span, combined
 from candlefire_pipeline.defs.ingest_assets import embeddings
 from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
@@ -67,6 +68,7 @@ def apply_metadata(
         total = backend.count()
         context.log.info(f"{backend.name} holds {total} chunks")
         upkeep = _gin_upkeep(context, backend, summaries.values(), total)
+        upkeep |= _term_cache(context, backend, summaries.values())
     metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED)
     resumed = [batch for s in summaries.values() for batch in s.resumed]
     return {
@@ -97,6 +99,29 @@ def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries, total: in
             else f"reindexed in {action.seconds:.1f} s: {action.reason}"
         )  # fmt: skip
         context.log.info(f"{action.target}: {out['gin_upkeep']}")
+    return out
+
+
+def _term_cache(context: dg.AssetExecutionContext, backend, summaries) -> dict:
+    """pgvector's term cache: what this step's upkeep cost (its share of the apply) and holds."""
+    if backend.name != PGVECTOR:
+        return {}
+    upkeep = backend.upkeep_total
+    applied = sum(s.seconds for s in summaries)
+    found = summarize(backend.conn, backend.names)
+    out = {
+        "term_cache_upkeep_seconds": round(upkeep.seconds, 3),
+        "term_cache_upkeep_share": round(upkeep.seconds / applied, 4) if applied else 0.0,
+        "term_cache_entries_changed": upkeep.changed,
+        **(found.metadata() if found else {"term_cache_entries": 0}),
+    }
+    if upkeep.cleared:
+        out["term_cache_cleared"] = upkeep.cleared
+        context.log.warning(f"term cache cleared: {upkeep.cleared}")
+    context.log.info(
+        f"term cache upkeep: {upkeep.changed} of {upkeep.entries} entries touched in "
+        f"{upkeep.seconds:.3f} s" + (f"; {found.describe()}" if found else "")
+    )
     return out
 
 

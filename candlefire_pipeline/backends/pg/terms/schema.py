@@ -1,0 +1,113 @@
+"""The term cache's tables: entries beside the chunk table, and the content version that proves
+the cache describes the rows every reader sees.
+
+Every statement that writes the chunk table bumps `content_version` in its meta row (a
+statement trigger, so a write that bypasses the store, a manual DELETE say, bumps it too). A
+writer that maintains the cache sets `cache_version` to it in the same transaction; readers use
+the cache only while the two are equal, so a write that did not maintain it disables the cache
+until the next maintained write clears and revalidates it.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from candlefire_pipeline.backends.pg.sql import Names
+
+
+def terms_table(names: Names) -> sql.Identifier:
+    return names.ident("_terms")
+
+
+def _function(names: Names) -> sql.Identifier:
+    return names.ident("_bump_version")
+
+
+def _trigger(names: Names) -> sql.Identifier:
+    return names.ident("_content_version")
+
+
+def create_statements(names: Names, dim: int) -> list[sql.Composed]:
+    """Idempotent DDL: the version columns and trigger, the entries table and its indexes."""
+    terms, meta = terms_table(names), names.meta
+    return [
+        sql.SQL(
+            "ALTER TABLE {m} ADD COLUMN IF NOT EXISTS content_version bigint NOT NULL DEFAULT 0, "
+            "ADD COLUMN IF NOT EXISTS cache_version bigint NOT NULL DEFAULT 0"
+        ).format(m=meta),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$BEGIN UPDATE {m} SET content_version = content_version + 1; RETURN NULL; END$$"
+        ).format(f=_function(names), m=meta),
+        sql.SQL(
+            "CREATE OR REPLACE TRIGGER {g} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {t} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
+        ).format(g=_trigger(names), t=names.ident(), f=_function(names)),
+        sql.SQL(
+            """CREATE TABLE IF NOT EXISTS {e} (
+            id bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+            kind text NOT NULL, recipe text NOT NULL, model_id text NOT NULL, text text NOT NULL,
+            vector vector({dim}), listed boolean NOT NULL DEFAULT false,
+            ids text[] NOT NULL DEFAULT '{{}}', distances float8[] NOT NULL DEFAULT '{{}}',
+            complete boolean NOT NULL DEFAULT false, approximate boolean NOT NULL DEFAULT false,
+            witness text, witness_known boolean NOT NULL DEFAULT false,
+            abstract_witness text, abstract_known boolean NOT NULL DEFAULT false,
+            hits bigint NOT NULL DEFAULT 0, fills bigint NOT NULL DEFAULT 1,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            used_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (kind, recipe, model_id, text))"""
+        ).format(e=terms, dim=sql.Literal(int(dim))),
+        # the chunks an entry names: a delete finds the entries it touches without a scan
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {i} ON {e} USING gin ((ids || ARRAY["
+            "coalesce(witness, ''), coalesce(abstract_witness, '')]))"
+        ).format(i=names.ident("_terms_members"), e=terms),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {e} (used_at)").format(
+            i=names.ident("_terms_used"), e=terms
+        ),
+    ]
+
+
+def members(alias: str = "e") -> sql.Composed:
+    """The expression the members index covers (listed ids and both witnesses)."""
+    return sql.SQL(
+        "({a}.ids || ARRAY[coalesce({a}.witness, ''), coalesce({a}.abstract_witness, '')])"
+    ).format(a=sql.Identifier(alias))
+
+
+def drop_statements(names: Names) -> list[sql.Composed]:
+    return [
+        sql.SQL("DROP TABLE IF EXISTS {e}").format(e=terms_table(names)),
+        sql.SQL("DROP FUNCTION IF EXISTS {f}() CASCADE").format(f=_function(names)),
+    ]
+
+
+def exists(conn: psycopg.Connection, names: Names) -> bool:
+    name = terms_table(names).as_string(conn)
+    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone()[0]
+
+
+def valid_condition(names: Names) -> sql.Composed:
+    """SQL true while the cache describes the table's current content."""
+    return sql.SQL("(SELECT cache_version = content_version FROM {m})").format(m=names.meta)
+
+
+def versions(conn: psycopg.Connection, names: Names) -> tuple[int, int]:
+    """(content_version, cache_version) as this statement sees them."""
+    query = sql.SQL("SELECT content_version, cache_version FROM {m}").format(m=names.meta)
+    row = conn.execute(query).fetchone()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def validate(conn: psycopg.Connection, names: Names) -> None:
+    """Inside the writer's transaction, after its upkeep: the cache describes the content."""
+    conn.execute(sql.SQL("UPDATE {m} SET cache_version = content_version").format(m=names.meta))
+
+
+def clear(conn: psycopg.Connection, names: Names) -> int:
+    """Forget every entry (inside the writer's transaction); returns how many there were."""
+    terms = terms_table(names)
+    count = conn.execute(sql.SQL("SELECT count(*) FROM {e}").format(e=terms)).fetchone()[0]
+    conn.execute(sql.SQL("DELETE FROM {e}").format(e=terms))
+    return int(count)
