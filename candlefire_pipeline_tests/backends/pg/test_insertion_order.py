@@ -131,7 +131,8 @@ def test_ensure_is_idempotent_and_cheap_once_done(make_backend):
         insertion_order.ensure_insertion_order(store.conn, store.names)
         insertion_order.ensure_insertion_order(store.conn, store.names)
     triggers = store.conn.execute(
-        "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal",
-        [store.names.table],
+        "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal"
+        " AND tgname = ANY(%s)",
+        [store.names.table, list(insertion_order.TRIGGERS)],
     ).fetchone()[0]
     assert triggers == len(insertion_order.TRIGGERS)
