@@ -79,6 +79,7 @@ class TermCache:
         self._flushed = time.monotonic()
         self._writable = True
         self._exists, self._checked = False, float("-inf")
+        self._denied = False  # the role may not read the cache table
 
     # keys -----------------------------------------------------------------------------------
     def _key(self, kind: str) -> Key:
@@ -97,12 +98,17 @@ class TermCache:
             return lookup(self.store.conn, self.store.names, self._key(kind), texts, n, listed)
         except psycopg.errors.UndefinedTable:  # the store was reset by another process
             self.forget_schema()
-            return [None] * len(texts)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            self._denied = True
+            log.warning("term cache: this role may not read it (%s); every answer is computed"
+                        " (grant it with `candlefire create-reader-role`)",
+                        str(exc).strip().splitlines()[0])  # fmt: skip
+        return [None] * len(texts)
 
     def usable(self) -> bool:
         """Whether the cache is on and its table exists: checked once, and again at most every
         RECHECK_SECONDS while missing (the writer makes it on the table's next write)."""
-        if not self.params.enabled:
+        if not self.params.enabled or self._denied:
             return False
         now = time.monotonic()
         if not self._exists and now - self._checked >= RECHECK_SECONDS:

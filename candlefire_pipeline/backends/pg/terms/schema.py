@@ -1,11 +1,14 @@
 """The term cache's tables: entries beside the chunk table, and the content version that proves
 the cache describes the rows every reader sees.
 
-Every statement that writes the chunk table bumps `content_version` in its meta row (a
-statement trigger, so a write that bypasses the store, a manual DELETE say, bumps it too). A
-writer that maintains the cache sets `cache_version` to it in the same transaction; readers use
-the cache only while the two are equal, so a write that did not maintain it disables the cache
-until the next maintained write clears and revalidates it.
+A maintained write (the store's, which keeps the cache exact in its transaction) bumps
+`content_version` and sets `cache_version` to it as its last statement. Any other statement that
+writes the chunk table (one that bypasses the store, a manual DELETE say) bumps only
+`content_version`, through a statement trigger that the maintained writer switches off for its
+own transaction (MAINTAINED): readers use the cache only while the two versions are equal, so
+such a write disables the cache until the next maintained write clears and revalidates it. The
+store's own statements thus never lock the meta row before their end, and a transaction holding
+a chunk row waits only where it conflicts.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import psycopg
 from psycopg import sql
 
 from candlefire_pipeline.backends.pg.sql import Names
+
+#: The transaction-local setting a maintained writer turns on (its statements bump nothing).
+MAINTAINED = "candlefire.maintained_write"
 
 
 def terms_table(names: Names) -> sql.Identifier:
@@ -38,8 +44,9 @@ def create_statements(names: Names, dim: int) -> list[sql.Composed]:
         ).format(m=meta),
         sql.SQL(
             "CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS "
-            "$$BEGIN UPDATE {m} SET content_version = content_version + 1; RETURN NULL; END$$"
-        ).format(f=_function(names), m=meta),
+            "$$BEGIN IF coalesce(current_setting({g}, true), '') <> 'on' THEN "
+            "UPDATE {m} SET content_version = content_version + 1; END IF; RETURN NULL; END$$"
+        ).format(f=_function(names), m=meta, g=sql.Literal(MAINTAINED)),
         sql.SQL(
             "CREATE OR REPLACE TRIGGER {g} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {t} "
             "FOR EACH STATEMENT EXECUTE FUNCTION {f}()"
@@ -100,9 +107,19 @@ def versions(conn: psycopg.Connection, names: Names) -> tuple[int, int]:
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
+def maintained(conn: psycopg.Connection) -> None:
+    """This transaction keeps the cache itself: its writes leave the versions to validate()."""
+    conn.execute("SELECT set_config(%s, 'on', true)", [MAINTAINED])
+
+
 def validate(conn: psycopg.Connection, names: Names) -> None:
-    """Inside the writer's transaction, after its upkeep: the cache describes the content."""
-    conn.execute(sql.SQL("UPDATE {m} SET cache_version = content_version").format(m=names.meta))
+    """Last in a maintained write: a new content version, which the cache describes."""
+    conn.execute(
+        sql.SQL(
+            "UPDATE {m} SET content_version = content_version + 1, "
+            "cache_version = content_version + 1"
+        ).format(m=names.meta)
+    )
 
 
 def clear(conn: psycopg.Connection, names: Names) -> int:

@@ -75,7 +75,9 @@ class UpkeepReport:
 
 
 def begin(conn: psycopg.Connection, names: Names) -> str:
-    """At the start of a write (lock held): clear a cache the table has moved away from."""
+    """At the start of a write (lock held): this transaction maintains the cache; a cache the
+    table has moved away from (a write that bypassed the store) is cleared first."""
+    schema.maintained(conn)
     content, cache = schema.versions(conn, names)
     if content == cache:
         return ""
