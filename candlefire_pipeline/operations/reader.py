@@ -8,7 +8,8 @@ the emergency lever (on the default generation): "chroma" forces Chroma; "pgvect
 unless the latest parity report passes every gate now. With CANDLEFIRE_SHADOW_RATE > 0,
 `retrieve` also hands a share of requests to the shadow worker (operations/shadow/served.py), which
 replays them on the stores that do not serve; the answer never waits for that. Shadow reads
-compare the default generation's stores, so they are offered only while it serves.
+compare the default generation's stores, so they are offered only while it serves, and only
+when a store is left to replay on (a retired Chroma is not). Forcing a retired Chroma is refused.
 """
 
 from __future__ import annotations
@@ -26,8 +27,18 @@ from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.operations.generations.lifecycle import generation_embedder, registry
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving.state import ServingState, Target, read_state
-from candlefire_pipeline.operations.shadow.served import ShadowWorker, shared_worker
+from candlefire_pipeline.operations.serving.state import (
+    PROMOTED,
+    ServingState,
+    Target,
+    read_state,
+    salvaged_retirement,
+)
+from candlefire_pipeline.operations.shadow.served import (
+    ShadowWorker,
+    shadow_targets,
+    shared_worker,
+)
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
@@ -86,6 +97,8 @@ class ServingReader:
         self._embedders = {DEFAULT_NAME: embedder}
         #: None: the process-wide worker, started on the first request if the rate is > 0
         self._shadow = shadow
+        #: whether a store is left to replay on (decided with the switch: a retirement ends it)
+        self._replayable = False
 
     @property
     def shadow(self) -> ShadowWorker | None:
@@ -103,7 +116,7 @@ class ServingReader:
         answer = retriever.retrieve(query, list(entity_names), _listed(terms))
         seconds = time.perf_counter() - started
         # the shadow replays on the default generation's stores: another one is not comparable
-        shadow = self.shadow if generation == DEFAULT_NAME else None
+        shadow = self.shadow if generation == DEFAULT_NAME and self._replayable else None
         if shadow is not None:  # offer() never raises and never blocks
             shadow.offer(served, query, entity_names, terms, answer, seconds)
         return answer
@@ -133,6 +146,7 @@ class ServingReader:
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
         if self.state.degraded and wanted == self.state.target:
             log.warning("serving from %s", self.state.describe())
+        self._replayable = bool(shadow_targets(self.settings, wanted.backend))
         self._seen = seen
 
     def _generation(self, name: str):
@@ -148,7 +162,11 @@ class ServingReader:
         try:
             return read_state(self.settings.serving_file)
         except ValueError as exc:
-            # Chroma is always a valid place to serve from (it is the rollback target)
+            # Chroma is the place to fall back to (the rollback target), unless it is retired
+            retired = salvaged_retirement(self.settings.serving_file)
+            if retired:
+                log.error("%s; Chroma is retired: serving from pgvector", exc)
+                return ServingState(PROMOTED, retired=retired)
             log.error("%s; serving from Chroma", exc)
             return ServingState()
 
@@ -157,6 +175,12 @@ class ServingReader:
         if override is None or override == state.backend:
             return state.target
         if override == REFERENCE:
+            if state.reference_retired is not None:
+                raise ServingRefusedError(
+                    f"CANDLEFIRE_SERVING_BACKEND=chroma refused: "
+                    f"{state.reference_retired.describe(REFERENCE)}, not written; "
+                    '`candlefire unretire chroma --reason "..."` restores it'
+                )
             log.warning("CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.target)
             return Target(REFERENCE)
         report, gates = latest_evaluation(self.settings)

@@ -1,5 +1,5 @@
 """What `candlefire status` reports: the switch and its pin, the gates of the latest report,
-pending history and store reachability."""
+pending history, store reachability, and a retired store (since when; its files kept or gone)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from dataclasses import asdict, dataclass, field
 
 from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
 from candlefire_pipeline.backends.pg.version import ServerVersions
+from candlefire_pipeline.generations.sizes import folder_bytes
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.pg_versions import backend_versions
+from candlefire_pipeline.operations.retirement.files import latest_export, local_folder
+from candlefire_pipeline.operations.retirement.view import retired_note, retired_stores
 from candlefire_pipeline.operations.serving.history import pending_entries
 from candlefire_pipeline.operations.serving.machine import ServingState, read_state, sync_history
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
@@ -34,6 +37,8 @@ class Status:
     shadow: ShadowWindow | None = None  # the latest window of live shadow comparisons
     #: store -> its server's versions (Postgres stores only)
     versions: dict[str, ServerVersions] = field(default_factory=dict)
+    #: store -> what its retirement means now (since when; files kept or deleted)
+    retired: dict[str, str] = field(default_factory=dict)
 
     @property
     def reachable(self) -> bool:
@@ -64,7 +69,13 @@ def collect_status(settings: Settings) -> Status:
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
         status.headline = report.headline()
+    retired = retired_stores(settings)
     for store in settings.stores:
+        if store in retired:  # not opened: its files may be gone
+            status.retired[store] = _retired_files(
+                settings, store, retired_note(store, retired[store])
+            )
+            continue
         try:
             with opened_backend(store, settings) as backend:
                 status.chunk_counts[store] = backend.count()
@@ -75,6 +86,17 @@ def collect_status(settings: Settings) -> Status:
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
     status.pending_history = pending_entries(settings.serving_pending_file)
     return status
+
+
+def _retired_files(settings: Settings, store: str, note: str) -> str:
+    export, folder = latest_export(settings, store), local_folder(settings, store)
+    if folder is not None and folder.exists():
+        files = f"files kept in {folder} ({folder_bytes(folder) / 1e6:.1f} MB)"
+    elif folder is not None:
+        files = "files deleted" + (f" (ledger state exported to {export})" if export else "")
+    else:
+        files = "a server's collections" + (f"; ledger exported to {export}" if export else "")
+    return f"{note}; {files}; `candlefire unretire {store} --reason ...` rebuilds it"
 
 
 def format_status(status: Status) -> str:
@@ -121,6 +143,8 @@ def format_status(status: Status) -> str:
             lines.append(f"{store}: BELOW THE VERSION FLOOR - {versions.floor_problem()}")
     for store, error in status.errors.items():
         lines.append(f"{store}: UNREACHABLE - {error}")
+    for store, said in status.retired.items():
+        lines.append(f"{store}: RETIRED - {said}")
     return "\n".join(lines)
 
 

@@ -104,10 +104,10 @@ class Replayer:
         from candlefire_pipeline.operations.shadow.records import append_records
         from candlefire_pipeline.operations.shadow.served import shadow_targets
 
-        records = [
-            compare_on_target(self, job, target)
-            for target in shadow_targets(self.settings, job.served_store)
-        ]
+        offered = shadow_targets(self.settings, job.served_store)
+        for name in set(self.retrievers) - {t.name for t in offered} - {job.served_store}:
+            self.forget(name)  # no longer offered (retired): its files may go
+        records = [compare_on_target(self, job, target) for target in offered]
         if records:
             append_records(self.settings.shadow_pending_file, records)
         return len(records)
