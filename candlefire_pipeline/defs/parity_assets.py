@@ -180,7 +180,7 @@ def serving_backend(
     elif state.backend == CANDIDATE and state.generation == DEFAULT_NAME and failed(gates):
         context.log.warning(
             f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
-            f"`candlefire rollback --reason ...` returns to {state.rollback_target}"
+            f"{state.way_back()}"
         )
     return dg.MaterializeResult(
         metadata={

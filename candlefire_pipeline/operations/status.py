@@ -105,7 +105,7 @@ def format_status(status: Status) -> str:
         lines = [f"serving backend: UNKNOWN - {status.serving_error}"]
     else:
         lines = [f"serving backend: {s.backend}", f"  state: {s.describe()}"]
-        lines.append(f"  generation: {s.generation}; a rollback returns to {s.rollback_target}")
+        lines.append(f"  generation: {s.generation}; {s.way_back()}")
         lines.append(
             f"  last change: {s.changed_at or 'never'} by {s.actor or '-'} "
             f"({s.event or '-'}); report: {s.report_id or '-'}; {s.reason}"
@@ -113,8 +113,7 @@ def format_status(status: Status) -> str:
         if s.degraded:
             policy = status.rollback_after
             lines.append(
-                "  DEGRADED: pgvector still serves; `candlefire rollback --reason ...` pins "
-                "Chroma; auto-rollback "
+                f"  DEGRADED: pgvector still serves; {s.way_back()}; auto-rollback "
                 + (f"after {policy} failing windows in a row" if policy else "is off")
             )
     if status.pending_history:

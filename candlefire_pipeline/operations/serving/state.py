@@ -139,6 +139,16 @@ class ServingState:
             return FLOOR
         return self.previous
 
+    def way_back(self) -> str:
+        """What a rollback does from here, as an operator reads it in a warning."""
+        target, retired = self.rollback_target, self.reference_retired
+        if retired is not None and target.backend == REFERENCE:
+            return (
+                f"a rollback has nowhere to go ({retired.describe(REFERENCE)}): `candlefire "
+                f'unretire {REFERENCE} --reason "..."`, then `candlefire rollback`'
+            )
+        return f"`candlefire rollback --reason ...` returns to {target}, pinned"
+
     @property
     def degraded(self) -> bool:
         return self.state == DEGRADED
