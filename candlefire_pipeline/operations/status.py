@@ -7,13 +7,16 @@ from dataclasses import asdict, dataclass, field
 
 from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
 from candlefire_pipeline.backends.pg.version import ServerVersions
+from candlefire_pipeline.generations.identity import DROPPED, DROPPING
+from candlefire_pipeline.generations.registry import stored_registry
 from candlefire_pipeline.generations.sizes import folder_bytes
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.pg_versions import backend_versions
 from candlefire_pipeline.operations.retirement.files import latest_export, local_folder
-from candlefire_pipeline.operations.retirement.view import retired_note, retired_stores
+from candlefire_pipeline.operations.retirement.view import retired_stores
 from candlefire_pipeline.operations.serving.history import pending_entries
 from candlefire_pipeline.operations.serving.machine import ServingState, read_state, sync_history
+from candlefire_pipeline.operations.serving.state import Retirement
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
 from candlefire_pipeline.parity.shadow.window import ShadowWindow, load_latest_window
 from candlefire_pipeline.settings import Settings, redact_dsn
@@ -39,6 +42,8 @@ class Status:
     versions: dict[str, ServerVersions] = field(default_factory=dict)
     #: store -> what its retirement means now (since when; files kept or deleted)
     retired: dict[str, str] = field(default_factory=dict)
+    #: generation -> what its drop means (gc), said as a retirement is
+    dropped: dict[str, str] = field(default_factory=dict)
 
     @property
     def reachable(self) -> bool:
@@ -72,9 +77,7 @@ def collect_status(settings: Settings) -> Status:
     retired = retired_stores(settings)
     for store in settings.stores:
         if store in retired:  # not opened: its files may be gone
-            status.retired[store] = _retired_files(
-                settings, store, retired_note(store, retired[store])
-            )
+            status.retired[store] = _retired_files(settings, store, retired[store])
             continue
         try:
             with opened_backend(store, settings) as backend:
@@ -85,18 +88,42 @@ def collect_status(settings: Settings) -> Status:
         except Exception as exc:  # any failure means unreachable, said plainly
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
     status.pending_history = pending_entries(settings.serving_pending_file)
+    status.dropped = dropped_generations(settings)
     return status
 
 
-def _retired_files(settings: Settings, store: str, note: str) -> str:
+def dropped_generations(settings: Settings) -> dict[str, str]:
+    """The generations gc dropped or is dropping, said the way a retired store is."""
+    registry = stored_registry(settings)
+    said = {}
+    for generation in registry.generations if registry else ():
+        if generation.state == DROPPING:
+            said[generation.name] = (
+                "DROPPING - not written; its targets and files are being "
+                "removed; `candlefire generation gc --apply` finishes it"
+            )
+        elif generation.state == DROPPED:
+            said[generation.name] = (
+                f"DROPPED - since {generation.dropped_at}, not written; its targets and files "
+                "removed (gc); no way back: create and build a new generation"
+            )
+    return said
+
+
+def _retired_files(settings: Settings, store: str, retirement: Retirement) -> str:
+    """Said as a dropped generation is: since when, not written, its files, the way back."""
     export, folder = latest_export(settings, store), local_folder(settings, store)
     if folder is not None and folder.exists():
         files = f"files kept in {folder} ({folder_bytes(folder) / 1e6:.1f} MB)"
     elif folder is not None:
         files = "files deleted" + (f" (ledger state exported to {export})" if export else "")
     else:
-        files = "a server's collections" + (f"; ledger exported to {export}" if export else "")
-    return f"{note}; {files}; `candlefire unretire {store} --reason ...` rebuilds it"
+        files = "collections on the server" + (f"; ledger exported to {export}" if export else "")
+    report = f" (report {retirement.report_id})" if retirement.report_id else ""
+    return (
+        f"since {retirement.since}{report}, not written; {files}; `candlefire unretire {store} "
+        '--reason "..."` rebuilds it from the ledger'
+    )
 
 
 def format_status(status: Status) -> str:
@@ -144,6 +171,8 @@ def format_status(status: Status) -> str:
         lines.append(f"{store}: UNREACHABLE - {error}")
     for store, said in status.retired.items():
         lines.append(f"{store}: RETIRED - {said}")
+    for name, said in status.dropped.items():
+        lines.append(f"generation {name}: {said}")
     return "\n".join(lines)
 
 
