@@ -103,7 +103,8 @@ def _claim(settings: Settings, generation: Generation, retention_days: float) ->
 
 
 def drop_targets(settings: Settings, generation: Generation, say: Callable[[str], None]) -> None:
-    """Every fed store's table / collection of the generation, then its files."""
+    """Every written store's table / collection of the generation, then its files (a retired
+    store is not opened: its folder may be gone, and goes whole with `retire --delete-files`)."""
     view = generation_settings(settings, generation)
     for store in written_stores(settings):
         backend = open_backend(store, view)
