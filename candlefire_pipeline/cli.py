@@ -1,5 +1,5 @@
-"""`candlefire`: demo, status, rollback, promote, query, repair, maintain, register-drops,
-fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc)."""
+"""`candlefire`: demo, status, rollback, promote, retire, unretire, query, repair, maintain,
+register-drops, fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import sys
 from datetime import date
 from pathlib import Path
 
+from candlefire_pipeline import cli_retirement
 from candlefire_pipeline.settings import Settings, redact_dsn
 from candlefire_pipeline.stores import BACKEND_NAMES, CANDIDATE, SERVABLE_STORES
 
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
-OPERATOR_COMMANDS = ("status", "rollback", "promote", "query")
+OPERATOR_COMMANDS = ("status", "rollback", "promote", "query", "retire", "unretire")
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -54,8 +55,13 @@ def _history_note(outcome) -> None:
 
 def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.serving.commands import rollback
+    from candlefire_pipeline.operations.serving.machine import REFUSED
 
     outcome = rollback(settings, args.reason, args.by)
+    if outcome.decision.outcome == REFUSED:  # Chroma is retired: it says what restores it
+        print(f"candlefire rollback: refused, nothing changed: {outcome.decision.message}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
     _history_note(outcome)
     return 0
@@ -157,6 +163,8 @@ def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.backends.factory import opened_backend
     from candlefire_pipeline.operations.repair import format_repair, repair_store
 
+    if (refused := cli_retirement.refuse_retired(settings, args.store, "repair")) is not None:
+        return refused
     with opened_backend(args.store, settings) as backend:
         try:
             report = repair_store(backend, settings.batches_dir, apply=args.apply)
@@ -251,6 +259,7 @@ def _parser() -> argparse.ArgumentParser:
     add_fetch_arguments(fetch)
     from candlefire_pipeline import cli_generations
 
+    cli_retirement.add_parser(add)
     cli_generations.add_parser(add, common)
     return parser
 
@@ -267,6 +276,8 @@ COMMANDS = {
     "maintain": cmd_maintain,
     "fetch-pubmed": cmd_fetch,
     "generation": cmd_generation,
+    "retire": cli_retirement.cmd_retire,
+    "unretire": cli_retirement.cmd_unretire,
 }
 
 

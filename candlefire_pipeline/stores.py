@@ -33,3 +33,8 @@ REQUIRED_STORES = tuple(name for name in STORE_NAMES if name in GATED_STORES)
 #: Substring semantics a store's keyword search can be asked for: "like" is case-sensitive (Chroma's
 #: $contains, Qdrant's MatchSubstring), "ilike" case-insensitive (the design doc's choice).
 SUBSTRING_MODES = ("like", "ilike")
+
+#: Stores `candlefire retire` stops writing once the candidate has served on evidence (the
+#: reference; its way back is `candlefire unretire`). An evaluated store (Qdrant) is retired by
+#: leaving it out of CANDLEFIRE_STORES; the candidate serves and is never retired.
+RETIRABLE_STORES = (REFERENCE,)

@@ -3,7 +3,8 @@
 Everything lives in the batch directories (`data/batches/<batch_key>/`, keys sort in drop
 order): the parquet files say what each batch accepts and deletes; per store, an intent marker
 (`applying-<store>.json`) is left before a write and an applied marker (`applied-<store>.json`)
-records a finished apply. From them:
+records a finished apply; a retired store's step leaves `retired-<store>.json` instead (the batch
+it passed over, which its way back must write). From them:
 
 - `StoreLedger(batches_dir, store)`: one store's applied and interrupted batches, the markers
   an apply writes, the papers a later applied batch supersedes, the chunks it should hold;
@@ -28,6 +29,7 @@ READ_BATCH_ROWS = 65_536
 #: Marker files in a batch directory, per store.
 APPLIED = "applied-{store}.json"
 INTENT = "applying-{store}.json"
+PASSED_OVER = "retired-{store}.json"
 
 #: store -> {batch_key: applied_at}: every store's applied batches at one moment.
 Snapshot = dict[str, dict[str, float]]
@@ -87,6 +89,25 @@ class StoreLedger:
         """batch_key -> when it was last applied to this store (epoch seconds)."""
         markers = sorted(Path(self.batches_dir).glob(f"*/{self.applied_marker}"))
         return {m.parent.name: json.loads(m.read_text())["applied_at"] for m in markers}
+
+    @property
+    def passed_over_marker(self) -> str:
+        return PASSED_OVER.format(store=self.store)
+
+    def passed_over(self) -> list[str]:
+        """Batch keys the store's step left unwritten while the store was retired, in order."""
+        markers = Path(self.batches_dir).glob(f"*/{self.passed_over_marker}")
+        return sorted(m.parent.name for m in markers)
+
+    def pass_over(self, batch_key: str, record: dict) -> None:
+        """The store is retired: its step writes nothing and records that it passed over."""
+        self._write(batch_key, self.passed_over_marker, record)
+
+    def mark_rebuilt(self, batch_key: str, record: dict) -> None:
+        """A rebuild from the ledger made the store hold this batch's current versions: it is
+        applied (`record` holds `applied_at`); nothing is left to finish or to write."""
+        self.finish(batch_key, record)
+        (Path(self.batches_dir) / batch_key / self.passed_over_marker).unlink(missing_ok=True)
 
     def interrupted(self) -> list[str]:
         """Batch keys whose last apply began writing and never completed, in order."""

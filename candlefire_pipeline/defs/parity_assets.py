@@ -18,6 +18,7 @@ from candlefire_pipeline.defs.stores.assets import STORE_ASSETS
 from candlefire_pipeline.defs.stores.policies import POSTGRES_POOL
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.parity import latest_evaluation, open_stores, run_report
+from candlefire_pipeline.operations.retirement.view import written_stores
 from candlefire_pipeline.operations.serving.commands import auto_promote
 from candlefire_pipeline.operations.serving.history import pending_entries
 from candlefire_pipeline.operations.serving.watch import (
@@ -76,8 +77,10 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
             "search, RRF, rerank, boost) on every fed store and the exact in-memory oracle: one "
             "column per store (top-15 overlap, grounding and keyword agreement, ANN recall, "
             "p50/p95) and Chroma vs pgvector, whose blocking checks are the gates of the flip. "
-            "Evaluated stores (Qdrant) never block it. `gates` shows the gates, `plots` the "
-            "latency and overlap plots, `report` the whole report."
+            "Evaluated stores (Qdrant) never block it. Once Chroma is retired, the gates judge "
+            "pgvector against the exact oracle and candle-fire's recorded answers (the Chroma "
+            "column says retired). `gates` shows the gates, `plots` the latency and overlap "
+            "plots, `report` the whole report."
         ),
     )
     def parity_report(
@@ -89,7 +92,8 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         settings = pipeline.settings()
         resources = {PGVECTOR: pgvector, CHROMA: chroma, QDRANT: qdrant}
-        with open_stores(**{name: resources[name] for name in settings.stores}) as opened:
+        # a retired store is not opened: its files may be gone (the oracle stands in for it)
+        with open_stores(**{name: resources[name] for name in written_stores(settings)}) as opened:
             report = run_report(settings, pipeline.query_embedder(), opened)
         json_path, md_path = write_report(report, settings.reports_dir)
         headline = report.headline()
@@ -129,6 +133,8 @@ def _report_metadata(report: ParityReport, json_path: Path, md_path: Path) -> di
         "gates": dg.MetadataValue.md(gate_table_markdown(gates, INLINE_MARKDOWN_CHARS)),
         "failed_gates": ", ".join(failed(gates)) or "none",
         "stores": ", ".join(f"{s} ({report.role(s)})" for s in report.stores()),
+        "retired_stores": ", ".join(f"{s} since {r['since']}" for s, r in report.retired.items())
+        or "none",
         "diverging_stores": ", ".join(report.diverging_stores()) or "none",
         "unavailable_stores": ", ".join(report.unavailable) or "none",
         "plots": dg.MetadataValue.md(plots_markdown(report, md_path.parent)),
@@ -174,7 +180,7 @@ def serving_backend(
     elif state.backend == CANDIDATE and state.generation == DEFAULT_NAME and failed(gates):
         context.log.warning(
             f"serving pgvector while the latest report fails {', '.join(failed(gates))}: "
-            f"`candlefire rollback --reason ...` returns to {state.rollback_target}"
+            f"{state.way_back()}"
         )
     return dg.MaterializeResult(
         metadata={

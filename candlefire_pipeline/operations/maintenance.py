@@ -22,6 +22,7 @@ from pathlib import Path
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg.terms.summary import summarize
+from candlefire_pipeline.operations.retirement.view import retired_note, retired_stores
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
@@ -247,7 +248,12 @@ def maintain(
     asset passes its resources')."""
     open_store = open_store or (lambda name: opened_backend(name, settings))
     report = MaintenanceReport(datetime.now(UTC).isoformat(), apply, [])
+    retired = retired_stores(settings)
     for store in settings.stores:
+        if store in retired:  # not opened: nothing is written to it, its files may be gone
+            note = retired_note(store, retired[store])
+            report.stores.append(StoreHealth(store, notes=[f"{note}: not checked"]))
+            continue
         try:
             with open_store(store) as backend:
                 report.stores.append(_maintain_one(store, backend, apply))

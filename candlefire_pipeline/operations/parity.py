@@ -17,6 +17,7 @@ from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks, s
 from candlefire_pipeline.operations.conformance import check_stores
 from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.operations.pg_versions import live_versions, store_versions
+from candlefire_pipeline.operations.retirement.view import retired_stores, written_stores
 from candlefire_pipeline.parity.gates import GateResult, evaluate_gates
 from candlefire_pipeline.parity.harness import run_parity
 from candlefire_pipeline.parity.queries import load_queries
@@ -82,10 +83,11 @@ def open_stores(**resources) -> Iterator[OpenedStores]:
 
 @contextmanager
 def open_named_stores(settings: Settings) -> Iterator[OpenedStores]:
-    """Every fed store (Settings.stores) opened from settings (the CLI's way); closes them all."""
+    """Every written store (the fed ones but a retired one) opened from settings (the CLI's
+    way); closes them all."""
     with ExitStack() as stack:
         opened = OpenedStores()
-        for name in settings.stores:
+        for name in written_stores(settings):
             _open_into(opened, stack, name, lambda n=name: opened_backend(n, settings))
         yield opened
 
@@ -109,9 +111,11 @@ def run_report(
 
     The ledger is read once, before anything else: the oracle, the ledger comparison and the
     freshness gate all refer to that state, so a batch applied during the run makes the report
-    stale instead of letting it look fresh.
+    stale instead of letting it look fresh. With the reference retired, the exact oracle takes
+    its place: the gates judge the candidate against it (and candle-fire's recorded answers).
     """
     started = datetime.now(UTC)
+    retired = retired_stores(settings)
     ledger = snapshot(settings.batches_dir, settings.stores)
     keys = sorted({k for applied in ledger.values() for k in applied})
     queries = load_queries() if include_default_queries else []
@@ -119,7 +123,7 @@ def run_report(
         queries += load_queries(extra)
     expected = expected_chunks(settings.batches_dir, keys)
     unavailable = dict(getattr(stores, "unavailable", {}))
-    stores = dict(stores)
+    stores = {name: backend for name, backend in stores.items() if name not in retired}
     store_diffs = {}
     for name, backend in list(stores.items()):
         try:
@@ -135,9 +139,11 @@ def run_report(
         name: Retriever(backend, embedder, settings.retrieval, reranker)
         for name, backend in backends.items()
     }
+    reference = ORACLE if REFERENCE in retired else REFERENCE
     report = run_parity(
-        retrievers, queries, reference=REFERENCE, candidate=CANDIDATE, oracle=ORACLE
+        retrievers, queries, reference=reference, candidate=CANDIDATE, oracle=ORACLE
     )
+    report.retired = {store: asdict(retirement) for store, retirement in retired.items()}
     report.conformance = check_stores(settings, report.backends)
     report.started_at = started.isoformat()
     report.ledger = {"read_at": started.isoformat(), "applied": ledger}

@@ -8,6 +8,7 @@ from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.parity import build_oracle
 from candlefire_pipeline.operations.reader import ServingReader
+from candlefire_pipeline.operations.retirement.view import retired_note, retired_stores
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings
@@ -25,6 +26,12 @@ def run_query(
 ) -> tuple[str, Retrieval]:
     """(backend used, retrieve() result) on one backend, or (backend_name "serving") on the one
     the switch names, read exactly as the app reads it."""
+    retirement = retired_stores(settings).get(backend_name)
+    if retirement is not None:  # opening it would answer from stale (or recreated) files
+        raise ValueError(
+            f"{retired_note(backend_name, retirement)}: nothing to query; `candlefire unretire "
+            f"{backend_name} --reason ...` rebuilds it"
+        )
     embedder = embedder_for(settings, "query")
     if backend_name == SERVING:
         with ServingReader(settings, embedder) as reader:

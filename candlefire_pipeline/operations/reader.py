@@ -8,7 +8,8 @@ the CANDLEFIRE_SERVING_BACKEND lever) is operations/serving/follow.py's, shared 
 Chroma-compatible collection (app/). With CANDLEFIRE_SHADOW_RATE > 0,
 `retrieve` also hands a share of requests to the shadow worker (operations/shadow/served.py), which
 replays them on the stores that do not serve; the answer never waits for that. Shadow reads
-compare the default generation's stores, so they are offered only while it serves.
+compare the default generation's stores, so they are offered only while it serves, and only
+when a store is left to replay on (a retired Chroma is not). Forcing a retired Chroma is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.serving.follow import ServingRefusedError, SwitchFollower
 from candlefire_pipeline.operations.serving.state import ServingState, Target
-from candlefire_pipeline.operations.shadow.served import ShadowWorker, shared_worker
+from candlefire_pipeline.operations.shadow.served import (
+    ShadowWorker,
+    shadow_targets,
+    shared_worker,
+)
 from candlefire_pipeline.retrieval.rerank import load_reranker
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
@@ -54,9 +59,13 @@ class ServingReader:
         self.reranker = reranker or load_reranker(settings.retrieval.reranker_model)
         #: one cache for every Retriever this reader builds: a switch keeps the names' vectors
         self.vector_cache = QueryVectorCache(settings.retrieval.query_vector_cache)
-        self._follower = SwitchFollower(settings, embedder, self._open_retriever, _close_retriever)
+        self._follower = SwitchFollower(
+            settings, embedder, self._open_retriever, _close_retriever, on_switch=self._switched
+        )
         #: None: the process-wide worker, started on the first request if the rate is > 0
         self._shadow = shadow
+        #: whether a store is left to replay on (decided with the switch: a retirement ends it)
+        self._replayable = False
 
     @property
     def shadow(self) -> ShadowWorker | None:
@@ -89,7 +98,7 @@ class ServingReader:
         answer = retriever.retrieve(query, list(entity_names), _listed(terms))
         seconds = time.perf_counter() - started
         # the shadow replays on the default generation's stores: another one is not comparable
-        shadow = self.shadow if generation == DEFAULT_NAME else None
+        shadow = self.shadow if generation == DEFAULT_NAME and self._replayable else None
         if shadow is not None:  # offer() never raises and never blocks
             shadow.offer(served, query, entity_names, terms, answer, seconds)
         return answer
@@ -102,6 +111,10 @@ class ServingReader:
         """The Retriever for this request, the store and generation it reads (one decision)."""
         retriever, target = self._follower.current()
         return retriever, target.backend, target.generation
+
+    def _switched(self, state: ServingState, target: Target) -> None:
+        """Whether a store is left to replay on (decided with the switch: a retirement ends it)."""
+        self._replayable = bool(shadow_targets(self.settings, target.backend))
 
     def _open_retriever(self, target: Target, view: Settings, embedder) -> Retriever:
         backend = self._opener(target.backend, view)

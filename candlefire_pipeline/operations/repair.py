@@ -76,11 +76,14 @@ class RepairReport:
         return (self.after or self.plan).clean
 
 
-def plan_repair(backend: VectorBackend, batches_dir: Path) -> RepairPlan:
-    """Compare the store with its ledger view; write nothing."""
+def plan_repair(
+    backend: VectorBackend, batches_dir: Path, view: list[str] | None = None
+) -> RepairPlan:
+    """Compare the store with its ledger view (default: its applied and interrupted batches;
+    `view`: exactly those batches); write nothing."""
     ledger = StoreLedger(batches_dir, backend.name)
-    interrupted = ledger.interrupted()
-    batches = sorted(set(ledger.applied()) | set(interrupted))
+    interrupted = ledger.interrupted() if view is None else []
+    batches = sorted(set(ledger.applied()) | set(interrupted)) if view is None else sorted(view)
     live = live_papers(batches_dir, batches)
     held = backend.paper_chunks()
     expected = {cid: h for _, chunks in live.values() for cid, h in chunks.items()}
@@ -103,9 +106,12 @@ def plan_repair(backend: VectorBackend, batches_dir: Path) -> RepairPlan:
     return plan
 
 
-def repair_store(backend: VectorBackend, batches_dir: Path, apply: bool = False) -> RepairReport:
-    """Report (and with apply, fix) the store's missing, stale and orphaned chunks."""
-    plan = plan_repair(backend, batches_dir)
+def repair_store(
+    backend: VectorBackend, batches_dir: Path, apply: bool = False, view: list[str] | None = None
+) -> RepairReport:
+    """Report (and with apply, fix) the store's missing, stale and orphaned chunks; `view` as
+    plan_repair's (a given view leaves interrupted applies to the caller)."""
+    plan = plan_repair(backend, batches_dir, view)
     report = RepairReport(plan=plan)
     if not apply or plan.clean:
         return report
@@ -116,8 +122,9 @@ def repair_store(backend: VectorBackend, batches_dir: Path, apply: bool = False)
             "CANDLEFIRE_DATA_DIR the store's data directory?)"
         )
     report.applied = True
-    report.resumed = resume_interrupted(backend, batches_dir, model=None)
-    todo = plan_repair(backend, batches_dir) if report.resumed else plan
+    if view is None:
+        report.resumed = resume_interrupted(backend, batches_dir, model=None)
+    todo = plan_repair(backend, batches_dir, view) if report.resumed else plan
     for batch_key, pmids in todo.rewrite.items():
         rows = read_store_rows(Path(batches_dir) / batch_key, batch_key)
         keep = pc.is_in(rows["pmid"], value_set=pa.array(pmids, pa.string()))
@@ -126,7 +133,7 @@ def repair_store(backend: VectorBackend, batches_dir: Path, apply: bool = False)
     if todo.delete:
         report.chunks_deleted = backend.delete_papers(todo.delete)
         report.papers_deleted = len(todo.delete)
-    report.after = plan_repair(backend, batches_dir)
+    report.after = plan_repair(backend, batches_dir, view)
     log.info(
         "repaired %s: %d papers rewritten, %d deleted, %d batches resumed",
         backend.name, report.papers_rewritten, report.papers_deleted, len(report.resumed),

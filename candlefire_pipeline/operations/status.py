@@ -1,5 +1,5 @@
 """What `candlefire status` reports: the switch and its pin, the gates of the latest report,
-pending history and store reachability."""
+pending history, store reachability, and a retired store (since when; its files kept or gone)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,16 @@ from dataclasses import asdict, dataclass, field
 from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
 from candlefire_pipeline.backends.pg.terms.summary import CacheSummary, summarize
 from candlefire_pipeline.backends.pg.version import ServerVersions
+from candlefire_pipeline.generations.identity import DROPPED, DROPPING
+from candlefire_pipeline.generations.registry import stored_registry
+from candlefire_pipeline.generations.sizes import folder_bytes
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.pg_versions import backend_versions
+from candlefire_pipeline.operations.retirement.files import latest_export, local_folder
+from candlefire_pipeline.operations.retirement.view import retired_stores
 from candlefire_pipeline.operations.serving.history import pending_entries
 from candlefire_pipeline.operations.serving.machine import ServingState, read_state, sync_history
+from candlefire_pipeline.operations.serving.state import Retirement
 from candlefire_pipeline.parity.gates import GateResult, failed, format_gate_table
 from candlefire_pipeline.parity.shadow.window import ShadowWindow, load_latest_window
 from candlefire_pipeline.settings import Settings, redact_dsn
@@ -37,6 +43,10 @@ class Status:
     versions: dict[str, ServerVersions] = field(default_factory=dict)
     #: pgvector's term cache (None: the table has none yet)
     term_cache: CacheSummary | None = None
+    #: store -> what its retirement means now (since when; files kept or deleted)
+    retired: dict[str, str] = field(default_factory=dict)
+    #: generation -> what its drop means (gc), said as a retirement is
+    dropped: dict[str, str] = field(default_factory=dict)
 
     @property
     def reachable(self) -> bool:
@@ -67,7 +77,11 @@ def collect_status(settings: Settings) -> Status:
     if report is not None:
         status.report_id, status.report_created_at = report.report_id, report.created_at
         status.headline = report.headline()
+    retired = retired_stores(settings)
     for store in settings.stores:
+        if store in retired:  # not opened: its files may be gone
+            status.retired[store] = _retired_files(settings, store, retired[store])
+            continue
         try:
             with opened_backend(store, settings) as backend:
                 status.chunk_counts[store] = backend.count()
@@ -78,7 +92,42 @@ def collect_status(settings: Settings) -> Status:
         except Exception as exc:  # any failure means unreachable, said plainly
             status.errors[store] = f"{type(exc).__name__} at {_where(settings, store)}: {exc}"
     status.pending_history = pending_entries(settings.serving_pending_file)
+    status.dropped = dropped_generations(settings)
     return status
+
+
+def dropped_generations(settings: Settings) -> dict[str, str]:
+    """The generations gc dropped or is dropping, said the way a retired store is."""
+    registry = stored_registry(settings)
+    said = {}
+    for generation in registry.generations if registry else ():
+        if generation.state == DROPPING:
+            said[generation.name] = (
+                "DROPPING - not written; its targets and files are being "
+                "removed; `candlefire generation gc --apply` finishes it"
+            )
+        elif generation.state == DROPPED:
+            said[generation.name] = (
+                f"DROPPED - since {generation.dropped_at}, not written; its targets and files "
+                "removed (gc); no way back: create and build a new generation"
+            )
+    return said
+
+
+def _retired_files(settings: Settings, store: str, retirement: Retirement) -> str:
+    """Said as a dropped generation is: since when, not written, its files, the way back."""
+    export, folder = latest_export(settings, store), local_folder(settings, store)
+    if folder is not None and folder.exists():
+        files = f"files kept in {folder} ({folder_bytes(folder) / 1e6:.1f} MB)"
+    elif folder is not None:
+        files = "files deleted" + (f" (ledger state exported to {export})" if export else "")
+    else:
+        files = "collections on the server" + (f"; ledger exported to {export}" if export else "")
+    report = f" (report {retirement.report_id})" if retirement.report_id else ""
+    return (
+        f"since {retirement.since}{report}, not written; {files}; `candlefire unretire {store} "
+        '--reason "..."` rebuilds it from the ledger'
+    )
 
 
 def format_status(status: Status) -> str:
@@ -87,7 +136,7 @@ def format_status(status: Status) -> str:
         lines = [f"serving backend: UNKNOWN - {status.serving_error}"]
     else:
         lines = [f"serving backend: {s.backend}", f"  state: {s.describe()}"]
-        lines.append(f"  generation: {s.generation}; a rollback returns to {s.rollback_target}")
+        lines.append(f"  generation: {s.generation}; {s.way_back()}")
         lines.append(
             f"  last change: {s.changed_at or 'never'} by {s.actor or '-'} "
             f"({s.event or '-'}); report: {s.report_id or '-'}; {s.reason}"
@@ -95,8 +144,7 @@ def format_status(status: Status) -> str:
         if s.degraded:
             policy = status.rollback_after
             lines.append(
-                "  DEGRADED: pgvector still serves; `candlefire rollback --reason ...` pins "
-                "Chroma; auto-rollback "
+                f"  DEGRADED: pgvector still serves; {s.way_back()}; auto-rollback "
                 + (f"after {policy} failing windows in a row" if policy else "is off")
             )
     if status.pending_history:
@@ -127,6 +175,10 @@ def format_status(status: Status) -> str:
             lines.append(f"{store}: {status.term_cache.describe()}")
     for store, error in status.errors.items():
         lines.append(f"{store}: UNREACHABLE - {error}")
+    for store, said in status.retired.items():
+        lines.append(f"{store}: RETIRED - {said}")
+    for name, said in status.dropped.items():
+        lines.append(f"generation {name}: {said}")
     return "\n".join(lines)
 
 

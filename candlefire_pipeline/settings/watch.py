@@ -1,13 +1,17 @@
-"""How a promoted deployment watches itself: the auto-rollback policy (README, serving switch)."""
+"""How a promoted deployment watches itself: the auto-rollback policy, and the soak a store's
+retirement waits for (README, serving switch; docs/OPERATIONS.md)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from candlefire_pipeline.settings.env import env_bool, env_int
+from candlefire_pipeline.settings.env import env_bool, env_float, env_int
 
 #: The most consecutive failing windows the auto-rollback may wait for (the state keeps as many).
 MAX_ROLLBACK_WINDOWS = 100
+#: CANDLEFIRE_RETIRE_SOAK_DAYS: (lowest, highest) days. Like a gate threshold, the range keeps
+#: the soak from being switched off from the environment (0 would retire on no evidence).
+RETIRE_SOAK_RANGE = (1.0, 365.0)
 
 
 @dataclass(frozen=True)
@@ -18,8 +22,19 @@ class WatchSettings:
 
     auto_rollback: bool = False
     rollback_windows: int = 3
+    #: days pgvector must have served the default generation, every watched window passing,
+    #: before `candlefire retire chroma` is accepted
+    retire_soak_days: float = 14.0
 
     def __post_init__(self) -> None:
+        low, high = RETIRE_SOAK_RANGE
+        soak = self.retire_soak_days
+        # NaN fails both comparisons, so it is refused too
+        if isinstance(soak, bool) or not (low <= soak <= high):
+            raise ValueError(
+                f"CANDLEFIRE_RETIRE_SOAK_DAYS (the retirement soak) must be between {low:g} and "
+                f"{high:g} days, got {soak!r}"
+            )
         if isinstance(self.rollback_windows, bool) or not (
             1 <= self.rollback_windows <= MAX_ROLLBACK_WINDOWS
         ):
@@ -38,4 +53,5 @@ class WatchSettings:
         return cls(
             auto_rollback=env_bool("CANDLEFIRE_AUTO_ROLLBACK", cls.auto_rollback),
             rollback_windows=env_int("CANDLEFIRE_AUTO_ROLLBACK_WINDOWS", cls.rollback_windows),
+            retire_soak_days=env_float("CANDLEFIRE_RETIRE_SOAK_DAYS", cls.retire_soak_days),
         )

@@ -137,7 +137,8 @@ def _store_asset(generation: Generation, store: str, upstream) -> dg.AssetsDefin
         pipeline = context.resources.pipeline
         current = live_generation(pipeline.settings(), generation.name)
         resource = getattr(context.resources, store)
-        return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, resource, current))
+        metadata = apply_metadata(context, pipeline, store, resource, current)
+        return dg.MaterializeResult(metadata=metadata)
 
     return _store
 

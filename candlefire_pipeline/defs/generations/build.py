@@ -18,6 +18,7 @@ import dagster as dg
 
 from candlefire_pipeline.generations.batches import behind
 from candlefire_pipeline.generations.identity import Generation
+from candlefire_pipeline.operations.retirement.view import written_stores
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def build_job_name(generation: Generation) -> str:
 
 def remaining(settings: Settings, generation: Generation) -> list[str]:
     """Drops some fed store of the generation has not applied since they last changed."""
-    lag = behind(settings, generation, settings.stores)
+    lag = behind(settings, generation, written_stores(settings))
     return sorted({key for keys in lag.values() for key in keys})
 
 

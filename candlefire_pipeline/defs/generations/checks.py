@@ -11,7 +11,7 @@ import dagster as dg
 
 from candlefire_pipeline.corpus.ledger import StoreLedger, diff_inventory
 from candlefire_pipeline.defs.generations.assets import live_generation
-from candlefire_pipeline.defs.stores.checks import diff_result
+from candlefire_pipeline.defs.stores.checks import diff_result, retired_result
 from candlefire_pipeline.defs.stores.policies import STORE_POOLS
 from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.generations.view import batches_dir
@@ -33,6 +33,8 @@ def _ledger_check(generation: Generation, store: str) -> dg.AssetChecksDefinitio
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         settings = context.resources.pipeline.settings()
+        if (retired := retired_result(settings, store)) is not None:
+            return retired
         current = live_generation(settings, generation.name)
         ledger = StoreLedger(batches_dir(settings, current), store)
         applied = ledger.applied()
@@ -54,7 +56,10 @@ def _dimension_check(generation: Generation, store: str) -> dg.AssetChecksDefini
         f"{generation.identity.dim}-dim.",
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        current = live_generation(context.resources.pipeline.settings(), generation.name)
+        settings = context.resources.pipeline.settings()
+        if (retired := retired_result(settings, store)) is not None:
+            return retired
+        current = live_generation(settings, generation.name)
         with getattr(context.resources, store).open(current) as backend:
             stored = backend.stored_model()
         expected = (current.identity.embedding_id, current.identity.dim)
@@ -76,7 +81,10 @@ def _agreement_check(generation: Generation, store: str) -> dg.AssetChecksDefini
         description=f"{store} holds the chunk ids and hashes of the generation's pgvector.",
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        current = live_generation(context.resources.pipeline.settings(), generation.name)
+        settings = context.resources.pipeline.settings()
+        if (retired := retired_result(settings, store)) is not None:
+            return retired
+        current = live_generation(settings, generation.name)
         with context.resources.pgvector.open(current) as pg:
             pg_hashes = pg.chunk_hashes()
         with getattr(context.resources, store).open(current) as other:

@@ -1,14 +1,17 @@
 """The store assets: each applies the step's batches to its store (pgvector, Chroma, Qdrant).
 
 A step holds one drop file, or a backfill range of them (BackfillPolicy.multi_run); the range is
-applied in file-name order, the order the ledger assumes.
+applied in file-name order, the order the ledger assumes. A retired store's step writes nothing:
+it records that it passed over each batch (what `candlefire unretire` writes) and says so.
 """
 
+import time
 from collections.abc import Sequence
 
 import dagster as dg
 
 from candlefire_pipeline.backends.pg.terms.summary import summarize
+from candlefire_pipeline.corpus.ledger import StoreLedger
 from candlefire_pipeline.defs.batch_metadata import batch_span, combined
 from candlefire_pipeline.defs.ingest_assets import embeddings
 from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
@@ -29,6 +32,11 @@ from candlefire_pipeline.defs.stores.policies import (
 from candlefire_pipeline.generations.view import batches_dir as generation_batches_dir
 from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
 from candlefire_pipeline.operations.maintenance import gin_upkeep
+from candlefire_pipeline.operations.retirement.view import (
+    retired_note,
+    retired_stores,
+    store_writes,
+)
 from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 _SUMMED = (
@@ -38,9 +46,14 @@ _SUMMED = (
 
 
 def apply_metadata(
-    context: dg.AssetExecutionContext, pipeline: PipelineResource, store, generation=None
+    context: dg.AssetExecutionContext,
+    pipeline: PipelineResource,
+    name: str,
+    store,
+    generation=None,
 ) -> dict:
-    """Apply the step's batches to one store in file-name order; the materialization metadata.
+    """Apply the step's batches to store `name` (its resource `store`) in file-name order, or
+    pass over them while it is retired; the materialization metadata.
 
     `generation` None is the default generation (these assets); another one applies its own
     batch files (its ledger) to its own target, under its own model identity.
@@ -48,11 +61,33 @@ def apply_metadata(
     settings = pipeline.settings()
     keys = batch_keys(context)
     if generation is None:
+        batches = settings.batches_dir
+    else:
+        batches = generation_batches_dir(settings, generation)
+    with store_writes(settings, name):  # retired or not is decided with no retirement midway
+        retirement = retired_stores(settings).get(name)
+        if retirement is not None:
+            return _passed_over(context, StoreLedger(batches, name), keys, retirement)
+        return _applied(context, pipeline, store, keys, batches, generation)
+
+
+def _passed_over(context: dg.AssetExecutionContext, ledger: StoreLedger, keys, retirement):
+    """A retired store: nothing opened, nothing written; each batch recorded as passed over."""
+    note = retired_note(ledger.store, retirement)
+    for key in keys:
+        ledger.pass_over(key, {"batch_key": key, "retired_since": retirement.since,
+                               "passed_over_at": time.time()})  # fmt: skip
+    context.log.info(f"{note}: passed over {batch_span(keys)}")
+    return {"retired": note, "passed_over_batches": ", ".join(keys),
+            "restore": f"candlefire unretire {ledger.store} --reason ..."}  # fmt: skip
+
+
+def _applied(context, pipeline: PipelineResource, store, keys, batches, generation) -> dict:
+    if generation is None:
         embedder = pipeline.embedder()
-        model, batches = (embedder.model_id, embedder.dim), settings.batches_dir
+        model = (embedder.model_id, embedder.dim)
     else:
         model = (generation.identity.embedding_id, generation.identity.dim)
-        batches = generation_batches_dir(settings, generation)
     summaries: dict[str, ApplySummary] = {}
     with (
         retried_only_if_transient(f"applying {batch_span(keys)}"),
@@ -168,7 +203,7 @@ _STORE = {
 def pgvector_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, pgvector: PgVectorResource
 ) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, pgvector))
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, PGVECTOR, pgvector))
 
 
 @dg.asset(
@@ -177,14 +212,16 @@ def pgvector_chunks(
     pool=CHROMA_POOL,
     description=(
         "The batch applied to the Chroma collection the app serves from today: the same chunk "
-        f"ids and precomputed vectors as pgvector, cosine space. {_APPLY_RULES}"
+        f"ids and precomputed vectors as pgvector, cosine space. {_APPLY_RULES} Once Chroma is "
+        "retired (`candlefire retire chroma`), each partition says `retired since ..., not "
+        "written` and writes nothing until `candlefire unretire chroma`."
     ),
     metadata={"store": "chroma", "pool": CHROMA_POOL},
 )
 def chroma_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, chroma: ChromaResource
 ) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, chroma))
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, CHROMA, chroma))
 
 
 @dg.asset(
@@ -200,7 +237,7 @@ def chroma_chunks(
 def qdrant_chunks(
     context: dg.AssetExecutionContext, pipeline: PipelineResource, qdrant: QdrantResource
 ) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, qdrant))
+    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, QDRANT, qdrant))
 
 
 STORE_ASSETS = {PGVECTOR: pgvector_chunks, CHROMA: chroma_chunks, QDRANT: qdrant_chunks}

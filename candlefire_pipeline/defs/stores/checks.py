@@ -1,16 +1,37 @@
-"""Blocking checks on every fed store: current versions only, the model's dimension, agreement."""
+"""Blocking checks on every fed store: current versions only, the model's dimension, agreement.
+
+A retired store's checks pass and say so: it is not written, and not read (its files may be
+gone); `candlefire unretire` checks it against the ledger before it is written again.
+"""
 
 from collections.abc import Sequence
 
 import dagster as dg
 
 from candlefire_pipeline.corpus.ledger import InventoryDiff, StoreLedger, diff_inventory
-from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
+from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
 from candlefire_pipeline.defs.stores.assets import STORE_ASSETS, chroma_chunks, pgvector_chunks
 from candlefire_pipeline.defs.stores.policies import STORE_POOLS
-from candlefire_pipeline.stores import CANDIDATE, REFERENCE
+from candlefire_pipeline.operations.retirement.view import retired_note, retired_stores
+from candlefire_pipeline.settings import Settings
+from candlefire_pipeline.stores import CANDIDATE, CHROMA, REFERENCE
 
 MAX_LISTED = 20
+
+
+def retired_result(settings: Settings, store: str) -> dg.AssetCheckResult | None:
+    """The check of a retired store: passed, saying why nothing was checked (None: not retired)."""
+    retirement = retired_stores(settings).get(store)
+    if retirement is None:
+        return None
+    return dg.AssetCheckResult(
+        passed=True,
+        metadata={
+            "retired": retired_note(store, retirement),
+            "checked": f"nothing: {store} is not written; `candlefire unretire {store}` checks it "
+            "against the ledger before it is written again",
+        },
+    )
 
 
 def diff_result(diff: InventoryDiff, **metadata) -> dg.AssetCheckResult:
@@ -32,6 +53,8 @@ def _ledger_check(store_asset, resource_key: str, store_name: str, pool: str):
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         settings = context.resources.pipeline.settings()
+        if (retired := retired_result(settings, store_name)) is not None:
+            return retired
         ledger = StoreLedger(settings.batches_dir, store_name)
         applied = ledger.applied()
         expected = ledger.expected_chunks()
@@ -53,6 +76,9 @@ def _dimension_check(store_asset, resource_key: str, store_name: str):
         description="The stored vectors were made by the configured model, at its dimension.",
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        retired = retired_result(context.resources.pipeline.settings(), store_name)
+        if retired is not None:
+            return retired
         embedder = context.resources.pipeline.embedder()
         with getattr(context.resources, resource_key).open() as backend:
             stored = backend.stored_model()
@@ -71,7 +97,11 @@ def _dimension_check(store_asset, resource_key: str, store_name: str):
     blocking=True,
     description="Chroma and pgvector hold the same chunk ids with the same content hashes.",
 )
-def stores_agree(pgvector: PgVectorResource, chroma: ChromaResource) -> dg.AssetCheckResult:
+def stores_agree(
+    pipeline: PipelineResource, pgvector: PgVectorResource, chroma: ChromaResource
+) -> dg.AssetCheckResult:
+    if (retired := retired_result(pipeline.settings(), CHROMA)) is not None:
+        return retired
     with pgvector.open() as pg, chroma.open() as ch:
         pg_hashes, chroma_hashes = pg.chunk_hashes(), ch.chunk_hashes()
     return diff_result(
@@ -89,10 +119,13 @@ def _agreement_check(store_asset, store_name: str):
         name=f"{store_name}_agrees_with_pgvector",
         additional_deps=[pgvector_chunks],
         blocking=True,
-        required_resource_keys={"pgvector", store_name},
+        required_resource_keys={"pipeline", "pgvector", store_name},
         description=f"{store_name} and pgvector hold the same chunk ids with the same hashes.",
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        retired = retired_result(context.resources.pipeline.settings(), store_name)
+        if retired is not None:
+            return retired
         with context.resources.pgvector.open() as pg:
             pg_hashes = pg.chunk_hashes()
         with getattr(context.resources, store_name).open() as other:

@@ -32,6 +32,7 @@ from candlefire_pipeline.operations.generations.lifecycle import (
 )
 from candlefire_pipeline.operations.generations.quality import compare_quality
 from candlefire_pipeline.operations.parity import build_oracle
+from candlefire_pipeline.operations.retirement.view import written_stores
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.parity.gates import GateResult
 from candlefire_pipeline.parity.generation_gates import (
@@ -74,7 +75,7 @@ def ledger_of(settings: Settings, generations: list[Generation]) -> dict:
     out = {}
     for generation in generations:
         view = generation_settings(settings, generation)
-        for store in settings.stores:
+        for store in written_stores(settings):
             out[f"{generation.name}/{store}"] = StoreLedger(view.batches_dir, store).applied()
     return out
 
@@ -89,7 +90,7 @@ def _store_diffs(settings: Settings, candidate: Generation, stack: ExitStack) ->
     """Every fed store of the candidate against its ledger, and the stores that opened."""
     view = generation_settings(settings, candidate)
     diffs, opened = {}, {}
-    for store in settings.stores:
+    for store in written_stores(settings):
         try:
             backend = stack.enter_context(closing(open_backend(store, view)))
             expected = StoreLedger(view.batches_dir, store).expected_chunks()
@@ -147,6 +148,8 @@ def run_comparison(settings: Settings, name: str, backend: str | None = None) ->
     (ref_backend, reference), (cand_backend, candidate), watching = resolve_sides(
         settings, known, name, backend
     )
+    if cand_backend not in written_stores(settings):
+        raise GenerationError(f"{cand_backend} is retired or not fed: nothing of {name} to compare")
     started = datetime.now(UTC)
     ledger = ledger_of(settings, [reference, candidate])
     kind, why = kind_of(reference, candidate)
@@ -192,7 +195,8 @@ def evaluate_comparison(settings: Settings, report: GenerationReport) -> list[Ga
             known.get(report.candidate["generation"]),
         ]
         ledger_now = ledger_of(settings, sides)
-        lag_now = {s: len(k) for s, k in behind(settings, sides[1], settings.stores).items()}
+        lag = behind(settings, sides[1], written_stores(settings))
+        lag_now = {s: len(k) for s, k in lag.items()}
     except (OSError, ValueError, KeyError) as exc:
         log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
         ledger_now, lag_now = None, None

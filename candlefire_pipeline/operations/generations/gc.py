@@ -26,6 +26,7 @@ from candlefire_pipeline.generations.registry import (
 )
 from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.operations.generations.lifecycle import SERVING, roles
+from candlefire_pipeline.operations.retirement.view import written_stores
 from candlefire_pipeline.operations.serving.machine import switch_lock
 from candlefire_pipeline.settings import Settings
 
@@ -102,9 +103,10 @@ def _claim(settings: Settings, generation: Generation, retention_days: float) ->
 
 
 def drop_targets(settings: Settings, generation: Generation, say: Callable[[str], None]) -> None:
-    """Every fed store's table / collection of the generation, then its files."""
+    """Every written store's table / collection of the generation, then its files (a retired
+    store is not opened: its folder may be gone, and goes whole with `retire --delete-files`)."""
     view = generation_settings(settings, generation)
-    for store in settings.stores:
+    for store in written_stores(settings):
         backend = open_backend(store, view)
         try:
             # Chroma's reset leaves an empty collection in place; drop removes it for good

@@ -21,6 +21,7 @@ from candlefire_pipeline.generations.registry import (
 )
 from candlefire_pipeline.generations.sizes import store_bytes
 from candlefire_pipeline.generations.view import generation_settings, targets
+from candlefire_pipeline.operations.retirement.view import written_stores
 from candlefire_pipeline.operations.serving.state import ServingState, read_state
 from candlefire_pipeline.settings import EMBED_RUNTIMES, Settings
 from candlefire_pipeline.settings.env import check_choice
@@ -70,7 +71,7 @@ def roles(settings: Settings) -> dict[str, str]:
 def _check_default_stores(settings: Settings, default: Generation) -> None:
     """Before freezing the default: every fed store holds its model (or nothing yet)."""
     wanted = (default.identity.embedding_id, default.identity.dim)
-    for store in settings.stores:
+    for store in written_stores(settings):
         try:
             backend = open_backend(store, settings)
             try:
@@ -181,8 +182,9 @@ def inspect_generation(
     if not generation.live:
         return status
     view = generation_settings(settings, generation)
-    status.lag = {s: len(keys) for s, keys in behind(settings, generation, settings.stores).items()}
-    for store in settings.stores:
+    stores = written_stores(settings)  # a retired store is not opened: its files may be gone
+    status.lag = {s: len(keys) for s, keys in behind(settings, generation, stores).items()}
+    for store in stores:
         try:
             backend = open_backend(store, view)
             try:

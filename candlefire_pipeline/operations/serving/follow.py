@@ -4,7 +4,8 @@ Every app-facing read path (operations/reader.py's ServingReader, app/collection
 asks `SwitchFollower.current()` once per request: one stat of the switch file; only when it
 changed is the file read again and, when the (backend, generation) it names changed, the new
 target opened (before the old one is closed: a failure to open keeps serving the old one). An
-unreadable switch serves Chroma of the default generation (the rollback floor) and says so.
+unreadable switch serves Chroma of the default generation (the rollback floor) and says so, or
+pgvector when the file still shows Chroma retired.
 CANDLEFIRE_SERVING_BACKEND is the emergency lever on the default generation: "chroma" forces
 Chroma; "pgvector" is refused unless the latest parity report passes every gate now.
 """
@@ -21,7 +22,13 @@ from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.operations.generations.lifecycle import generation_embedder, registry
 from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving.state import ServingState, Target, read_state
+from candlefire_pipeline.operations.serving.state import (
+    PROMOTED,
+    ServingState,
+    Target,
+    read_state,
+    salvaged_retirement,
+)
 from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE
@@ -62,10 +69,13 @@ class SwitchFollower(Generic[Served]):
         open_served: Opener,
         close_served: Callable[[Served], None],
         make_embedder: Callable[[Settings, Any], Any] | None = None,
+        on_switch: Callable[[ServingState, Target], None] | None = None,
     ) -> None:
         self.settings = settings
         self._open, self._close = open_served, close_served
         self._make_embedder = make_embedder or (lambda s, g: generation_embedder(s, g, "query"))
+        #: told every time the switch is read again (what a retirement changes besides the target)
+        self._on_switch = on_switch
         #: concurrent requests share the follower: one of them re-reads the switch at a time
         self._switching = threading.Lock()
         self._seen: tuple | None | bool = False  # False: never read
@@ -94,6 +104,8 @@ class SwitchFollower(Generic[Served]):
             log.info("serving reads from %s (%s)", wanted, self.state.describe())
         if self.state.degraded and wanted == self.state.target:
             log.warning("serving from %s", self.state.describe())
+        if self._on_switch is not None:
+            self._on_switch(self.state, wanted)
         self._seen = seen
 
     def _generation(self, name: str):
@@ -109,7 +121,11 @@ class SwitchFollower(Generic[Served]):
         try:
             return read_state(self.settings.serving_file)
         except ValueError as exc:
-            # Chroma is always a valid place to serve from (it is the rollback target)
+            # Chroma is the place to fall back to (the rollback target), unless it is retired
+            retired = salvaged_retirement(self.settings.serving_file)
+            if retired:
+                log.error("%s; Chroma is retired: serving from pgvector", exc)
+                return ServingState(PROMOTED, retired=retired)
             log.error("%s; serving from Chroma", exc)
             return ServingState()
 
@@ -118,6 +134,12 @@ class SwitchFollower(Generic[Served]):
         if override is None or override == state.backend:
             return state.target
         if override == REFERENCE:
+            if state.reference_retired is not None:
+                raise ServingRefusedError(
+                    f"CANDLEFIRE_SERVING_BACKEND=chroma refused: "
+                    f"{state.reference_retired.describe(REFERENCE)}, not written; "
+                    '`candlefire unretire chroma --reason "..."` restores it'
+                )
             log.warning("CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.target)
             return Target(REFERENCE)
         report, gates = latest_evaluation(self.settings)

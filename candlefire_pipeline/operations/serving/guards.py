@@ -3,12 +3,11 @@ a state and its evidence, None when it holds, else why not (operations/serving/m
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from candlefire_pipeline.generations.identity import DEFAULT_NAME, LIVE
+from candlefire_pipeline.operations.serving.proofs import days_between, parse_time
 from candlefire_pipeline.operations.serving.state import Evidence, ServingState, Window
 from candlefire_pipeline.parity.gate_result import failed
-from candlefire_pipeline.stores import CANDIDATE
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
 GATES_PASS = "gates_pass"  # the latest report (or comparison) passes every gate, evaluated now
 NEWER_THAN_PIN = "report_newer_than_pin"  # that report started after the pin was set
@@ -21,10 +20,11 @@ WINDOW_COUNTED = "window_already_counted"  # this failing window was counted bef
 ROLLBACK_DUE = "auto_rollback_due"  # auto-rollback is on and this window makes N in a row
 SOURCE_CLEAR = "source_not_failing"  # the passing window's source had no failing window
 ALL_CLEAR = "all_sources_clear"  # once this source is cleared, no source is failing
-
-
-def _time(iso: str | None) -> datetime | None:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")) if iso else None
+# retiring Chroma, and its way back (operations/serving/proofs.py holds the evidence)
+SOAKED = "soak_served"  # pgvector served the default generation for the whole soak
+WINDOWS_PASSED = "soak_windows_passed"  # no watched window failed inside the soak
+REPORT_IN_SOAK = "report_inside_soak"  # the latest report started inside the soak
+REBUILT = "rebuilt_from_ledger"  # the retired store was rebuilt and matches its ledger
 
 
 def _no_evidence(evidence: Evidence) -> str:
@@ -46,7 +46,7 @@ def _gates_pass(state: ServingState, evidence: Evidence) -> str | None:
 def _newer_than_pin(state: ServingState, evidence: Evidence) -> str | None:
     if evidence.report_id is None:
         return _no_evidence(evidence)
-    started, pinned_at = _time(evidence.started_at), _time(state.changed_at)
+    started, pinned_at = parse_time(evidence.started_at), parse_time(state.changed_at)
     if started is None or pinned_at is None or started <= pinned_at:
         again = "parity report" if evidence.wanted is None else "comparison"
         return (
@@ -124,6 +124,69 @@ def _all_clear(state: ServingState, evidence: Evidence) -> str | None:
     return f"still failing: {', '.join(others)}" if others else None
 
 
+def _no_soak(evidence: Evidence) -> str | None:
+    return None if evidence.soak else "no soak evidence: `candlefire retire` gathers it"
+
+
+def _soaked(state: ServingState, evidence: Evidence) -> str | None:
+    if (missing := _no_soak(evidence)) is not None:
+        return missing
+    soak = evidence.soak
+    if state.generation != DEFAULT_NAME:
+        return (
+            f"generation {state.generation} serves: retiring {REFERENCE} needs the default "
+            f"generation served on pgvector through a {soak.days:g}-day soak"
+        )
+    if soak.serving_since is None:
+        return "the switch history shows no promotion of the default generation to pgvector"
+    served = days_between(parse_time(soak.serving_since), parse_time(soak.now))
+    if served >= soak.days:
+        return None
+    return (
+        f"pgvector has served the default generation since {soak.serving_since} ({served:.1f} "
+        f"of the {soak.days:g}-day soak): retire after {soak.after(soak.serving_since)}"
+    )
+
+
+def _windows_passed(state: ServingState, evidence: Evidence) -> str | None:
+    if (missing := _no_soak(evidence)) is not None:
+        return missing
+    soak = evidence.soak
+    if not soak.failed:
+        return None
+    last = max(soak.failed, key=lambda w: parse_time(w.at))
+    return (
+        f"{len(soak.failed)} watched window(s) failed inside the {soak.days:g}-day soak, the "
+        f"last at {last.at} ({last.what}): retire after {soak.after(last.at)} if none fails"
+    )
+
+
+def _report_in_soak(state: ServingState, evidence: Evidence) -> str | None:
+    if (missing := _no_soak(evidence)) is not None:
+        return missing
+    started = parse_time(evidence.started_at)
+    if evidence.report_id is None or (started is not None and started >= evidence.soak.began):
+        return None  # no report at all: gates_pass says so
+    when = evidence.started_at or "at an unknown time"
+    return (
+        f"the latest parity report {evidence.report_id} started {when}, before the soak began "
+        f"({evidence.soak.began.isoformat()}): run parity_report"
+    )
+
+
+def _rebuilt(state: ServingState, evidence: Evidence) -> str | None:
+    rebuilt = evidence.rebuilt
+    if rebuilt is None:
+        return (
+            f"{REFERENCE} was not rebuilt from the ledger: `candlefire unretire {REFERENCE} "
+            '--reason "..."` rebuilds it and checks it'
+        )
+    if rebuilt.clean:
+        return None
+    counts = ", ".join(f"{n} {kind}" for kind, n in rebuilt.differing.items() if n)
+    return f"the rebuilt {rebuilt.store} differs from its ledger ({counts}): still retired"
+
+
 #: guard -> (state, evidence) -> None when it holds, else why not
 GUARDS = {
     GATES_PASS: _gates_pass,
@@ -137,6 +200,12 @@ GUARDS = {
     ROLLBACK_DUE: _rollback_due,
     SOURCE_CLEAR: _source_clear,
     ALL_CLEAR: _all_clear,
+    SOAKED: _soaked,
+    WINDOWS_PASSED: _windows_passed,
+    REPORT_IN_SOAK: _report_in_soak,
+    REBUILT: _rebuilt,
 }
 #: A generation's promotion: the guards every such transition checks, in the order they are told.
 GENERATION_GUARDS = (GENERATION_LIVE, NOT_SERVING, COMPARED_WITH_SERVING, GATES_PASS)
+#: Retiring Chroma from the promoted state: every condition is checked and every failure told.
+RETIRE_GUARDS = (SOAKED, WINDOWS_PASSED, REPORT_IN_SOAK, GATES_PASS)

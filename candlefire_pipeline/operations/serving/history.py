@@ -47,6 +47,8 @@ HISTORY_TABLE = QueuedTable(
         # added by index generations: NULL in older rows means the default generation
         "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS generation text",
         "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS previous text",
+        # added by retirement: the retired stores, comma-joined (NULL: none)
+        "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS retired text",
         "CREATE UNIQUE INDEX IF NOT EXISTS serving_backend_history_entry"
         " ON serving_backend_history (entry_id)",
     ),
@@ -61,6 +63,7 @@ HISTORY_TABLE = QueuedTable(
         "changed_at",
         "generation",
         "previous",
+        "retired",
     ),  # fmt: skip
     key="entry_id",
 )
@@ -73,15 +76,15 @@ def flush(
     return flush_queue(dsn, pending_file, lock, HISTORY_TABLE)
 
 
-def history(dsn: str, limit: int = 20) -> list[dict]:
-    """The latest changes of the switch, newest first (by when they happened)."""
+def history(dsn: str, limit: int | None = 20) -> list[dict]:
+    """The latest changes of the switch, newest first (by when they happened); None: all."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         # a reader role may not CREATE: a missing table simply means no history yet
         if not conn.execute("SELECT to_regclass('serving_backend_history')").fetchone()[0]:
             return []
         cur = conn.execute(
             "SELECT * FROM serving_backend_history ORDER BY changed_at DESC, id DESC LIMIT %s",
-            (limit,),
+            (limit,),  # LIMIT NULL is no limit
         )
         names = [c.name for c in cur.description]
         rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

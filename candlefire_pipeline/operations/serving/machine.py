@@ -1,7 +1,7 @@
-"""The serving switch as a state machine: the transition table with its guards, and the one
-function that changes the switch (file first, atomically, under a lock; then history). The states
-and the evidence the guards read live in operations/serving/state.py, the guards in
-operations/serving/guards.py.
+"""The serving switch as a state machine: the one function that changes the switch (file first,
+atomically, under a lock; then history) and the pure decision it applies. The transition table
+is operations/serving/table.py, its guards operations/serving/guards.py, the states and the
+evidence the guards read operations/serving/state.py.
 
 The app reads `serving_backend.json` ("backend" and "generation" are what to serve). Every
 caller -- the serving_backend asset, `candlefire rollback/promote`, the watch, the app-facing
@@ -20,19 +20,7 @@ from datetime import UTC, datetime
 from candlefire_pipeline.fsutil import file_lock, write_atomic
 from candlefire_pipeline.generations.registry import GenerationError, stored_registry
 from candlefire_pipeline.generations.served import note_served
-from candlefire_pipeline.operations.serving.guards import (
-    ALL_CLEAR,
-    BACK_TO_PGVECTOR,
-    DEFAULT_SERVES,
-    GATES_PASS,
-    GENERATION_GUARDS,
-    GUARDS,
-    NEWER_THAN_PIN,
-    ROLLBACK_DUE,
-    SOURCE_CLEAR,
-    WINDOW_COUNTED,
-    counted,
-)
+from candlefire_pipeline.operations.serving.guards import GUARDS, counted
 from candlefire_pipeline.operations.serving.history import HistoryWrite, flush, queue_entry
 from candlefire_pipeline.operations.serving.state import (
     BACKEND_OF,
@@ -45,108 +33,42 @@ from candlefire_pipeline.operations.serving.state import (
     PINNED_STATES,
     PROMOTED,
     Evidence,
+    Retirement,
     ServingState,
     Target,
     read_state,
+    salvaged_retirement,
+    split_row,
+)
+from candlefire_pipeline.operations.serving.table import (
+    AUTO_PROMOTE,
+    EVENTS,
+    PROMOTE,
+    PROMOTE_GENERATION,
+    RETIRE,
+    ROLLBACK,
+    TRANSITIONS,
+    UNRETIRE,
+    WINDOW_EVENTS,
+    WINDOW_FAILED,
+    WINDOW_PASSED,
+    Rule,
 )
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import REFERENCE
 
+__all__ = [
+    "AUTO_PROMOTE", "BACKEND_OF", "CHANGED", "DEGRADED", "EVENTS", "INITIAL", "PINNED",
+    "PINNED_PGVECTOR", "PROMOTE", "PROMOTED", "PROMOTE_GENERATION", "REFUSED", "RETIRE",
+    "ROLLBACK", "TRANSITIONS", "UNCHANGED", "UNRETIRE", "WINDOW_EVENTS", "WINDOW_FAILED",
+    "WINDOW_PASSED", "Decision", "Evidence", "Outcome", "Rule", "ServingState", "Target",
+    "decide", "read_state", "switch_lock", "sync_history", "transition",
+]  # fmt: skip
+
 log = logging.getLogger(__name__)
 
-# events -------------------------------------------------------------------------
-AUTO_PROMOTE = "auto_promote"  # the serving_backend asset (schedule, sensor, re-run)
-PROMOTE = "promote"  # `candlefire promote --reason`
-ROLLBACK = "rollback"  # `candlefire rollback --reason`
-PROMOTE_GENERATION = "promote_generation"  # `candlefire promote --generation NAME --reason`
-#: a fresh window of evidence while serving (parity_report, shadow_parity) failed / passed
-WINDOW_FAILED = "window_failed"
-WINDOW_PASSED = "window_passed"
-WINDOW_EVENTS = (WINDOW_FAILED, WINDOW_PASSED)
-EVENTS = (AUTO_PROMOTE, PROMOTE, ROLLBACK, *WINDOW_EVENTS, PROMOTE_GENERATION)
 CHANGED, UNCHANGED, REFUSED = "changed", "unchanged", "refused"
-NOT_WATCHED = "not serving pgvector: a window changes nothing"
-PIN_NOT_WATCHED = "pinned by an operator: a window changes nothing"
 NO_EVIDENCE = Evidence()
-
-
-@dataclass(frozen=True)
-class Rule:
-    """target None: the event changes nothing; `refused` says whether that is a refusal (an
-    operator gets a non-zero exit) or simply nothing to do. `why` may name {source} and {count}
-    (the window's source and its failing windows in a row, this one included)."""
-
-    target: str | None
-    guards: tuple[str, ...] = ()
-    refused: bool = False
-    why: str = ""
-
-
-#: Every rollback: back to the pgvector target it came from when that is where it returns
-#: (a generation promoted over another pgvector one), else Chroma.
-_ROLLBACK = (Rule(PINNED_PGVECTOR, (BACK_TO_PGVECTOR,)), Rule(PINNED))
-_AUTO_ROLLBACK = "auto-rollback after {count} failing {source} windows"
-#: N failing windows in a row with auto-rollback on: where a rollback goes, pinned.
-_AUTO = (Rule(PINNED_PGVECTOR, (ROLLBACK_DUE, BACK_TO_PGVECTOR), why=_AUTO_ROLLBACK),
-         Rule(PINNED, (ROLLBACK_DUE,), why=_AUTO_ROLLBACK))  # fmt: skip
-_PINNED_AUTO = Rule(
-    None,
-    refused=True,
-    why="pinned (by an operator or the auto-rollback): only `candlefire promote` leaves a pin",
-)
-
-#: (state, event) -> rule, or rules tried in order (the first whose guards all pass applies;
-#: when none does, the event is refused with every guard's reason). Every pair is listed;
-#: tests walk this table.
-TRANSITIONS: dict[tuple[str, str], Rule | tuple[Rule, ...]] = {
-    (INITIAL, AUTO_PROMOTE): Rule(PROMOTED, (GATES_PASS,)),
-    (INITIAL, PROMOTE): Rule(PROMOTED, (GATES_PASS,)),
-    (INITIAL, ROLLBACK): Rule(PINNED),
-    (INITIAL, WINDOW_FAILED): Rule(None, why=NOT_WATCHED),
-    (INITIAL, WINDOW_PASSED): Rule(None, why=NOT_WATCHED),
-    (INITIAL, PROMOTE_GENERATION): Rule(PROMOTED, GENERATION_GUARDS),
-    (PROMOTED, AUTO_PROMOTE): Rule(None, why="already serving pgvector"),
-    (PROMOTED, PROMOTE): (
-        Rule(None, (DEFAULT_SERVES,), why="already serving pgvector"),
-        Rule(
-            None,
-            refused=True,
-            why="another generation serves: `candlefire promote "
-            "--generation default` returns to the default one",
-        ),
-    ),  # fmt: skip
-    (PROMOTED, ROLLBACK): _ROLLBACK,
-    (PROMOTED, WINDOW_FAILED): (*_AUTO, Rule(DEGRADED, why="degraded: a {source} window failed")),
-    (PROMOTED, WINDOW_PASSED): Rule(None, why="healthy: nothing to clear"),
-    (PROMOTED, PROMOTE_GENERATION): Rule(PROMOTED, GENERATION_GUARDS),
-    (DEGRADED, AUTO_PROMOTE): Rule(None, why="already serving pgvector (degraded)"),
-    # an operator who has looked re-arms the watch, on a report passing every gate
-    (DEGRADED, PROMOTE): Rule(PROMOTED, (DEFAULT_SERVES, GATES_PASS)),
-    (DEGRADED, ROLLBACK): _ROLLBACK,
-    (DEGRADED, WINDOW_FAILED): (
-        Rule(None, (WINDOW_COUNTED,), why="this window was already counted"),
-        *_AUTO,
-        Rule(DEGRADED, why="still degraded: {count} failing {source} windows in a row"),
-    ),
-    (DEGRADED, WINDOW_PASSED): (
-        Rule(None, (SOURCE_CLEAR,), why="no failing {source} window to clear"),
-        Rule(PROMOTED, (ALL_CLEAR,), why="recovered: a {source} window passed"),
-        Rule(DEGRADED, why="still degraded: {source} recovered, another source still fails"),
-    ),
-    (DEGRADED, PROMOTE_GENERATION): Rule(PROMOTED, GENERATION_GUARDS),
-    (PINNED, AUTO_PROMOTE): _PINNED_AUTO,
-    (PINNED, PROMOTE): Rule(PROMOTED, (GATES_PASS, NEWER_THAN_PIN)),
-    (PINNED, ROLLBACK): Rule(PINNED),  # a new pin replaces the old one (new reason, new time)
-    (PINNED, WINDOW_FAILED): Rule(None, why=NOT_WATCHED),
-    (PINNED, WINDOW_PASSED): Rule(None, why=NOT_WATCHED),
-    (PINNED, PROMOTE_GENERATION): Rule(PROMOTED, (*GENERATION_GUARDS, NEWER_THAN_PIN)),
-    (PINNED_PGVECTOR, AUTO_PROMOTE): _PINNED_AUTO,
-    (PINNED_PGVECTOR, PROMOTE): Rule(PROMOTED, (DEFAULT_SERVES, GATES_PASS, NEWER_THAN_PIN)),
-    (PINNED_PGVECTOR, ROLLBACK): _ROLLBACK,
-    (PINNED_PGVECTOR, WINDOW_FAILED): Rule(None, why=PIN_NOT_WATCHED),
-    (PINNED_PGVECTOR, WINDOW_PASSED): Rule(None, why=PIN_NOT_WATCHED),
-    (PINNED_PGVECTOR, PROMOTE_GENERATION): Rule(PROMOTED, (*GENERATION_GUARDS, NEWER_THAN_PIN)),
-}
 
 
 @dataclass(frozen=True)
@@ -171,16 +93,26 @@ def _rules(entry: Rule | tuple[Rule, ...]) -> tuple[Rule, ...]:
 
 def _message(rule: Rule, state: ServingState, evidence: Evidence) -> str:
     if not rule.why:
-        return f"{state.state} -> {rule.target}"
+        return f"{state.row} -> {rule.target}"
+    retired, soak = state.reference_retired, evidence.soak
+    fields = {
+        "since": retired.since if retired else "-",
+        "changed_at": state.changed_at or "-",
+        "actor": state.actor or "-",
+        "soak": f"{soak.days:g}" if soak else "CANDLEFIRE_RETIRE_SOAK_DAYS",
+        "rebuilt": evidence.rebuilt.describe() if evidence.rebuilt else "-",
+        "source": "-",
+        "count": 0,
+    }
     window = evidence.window
-    if window is None:
-        return rule.why
-    count = len(counted(state, window)) + (window.window_id not in counted(state, window))
-    return rule.why.format(source=window.source, count=count)
+    if window is not None:
+        count = len(counted(state, window)) + (window.window_id not in counted(state, window))
+        fields.update(source=window.source, count=count)
+    return rule.why.format_map(fields)
 
 
 def decide(state: ServingState, event: str, evidence: Evidence = NO_EVIDENCE) -> Decision:
-    """The transition table applied to one event: pure, no I/O."""
+    """The transition table applied to one event: pure, no I/O. Source and target are rows."""
     if event not in EVENTS:
         raise ValueError(f"unknown serving event {event!r}; expected one of {EVENTS}")
     if event in WINDOW_EVENTS and evidence.window is None:
@@ -188,23 +120,25 @@ def decide(state: ServingState, event: str, evidence: Evidence = NO_EVIDENCE) ->
     if event == PROMOTE_GENERATION and evidence.wanted is None:
         raise ValueError(f"{event} needs the target asked for (Evidence.wanted)")
     problems: list[str] = []
-    for rule in _rules(TRANSITIONS[(state.state, event)]):
+    row = state.row
+    for rule in _rules(TRANSITIONS[(row, event)]):
         found = [p for g in rule.guards if (p := GUARDS[g](state, evidence))]
         if found:
             problems += found
             continue
         message = _message(rule, state, evidence)
         if rule.target is None:
-            return Decision(event, state.state, state.state,
-                            REFUSED if rule.refused else UNCHANGED, message)  # fmt: skip
-        return Decision(event, state.state, rule.target, CHANGED, message)
-    return Decision(event, state.state, state.state, REFUSED, "; ".join(dict.fromkeys(problems)))
+            return Decision(event, row, row, REFUSED if rule.refused else UNCHANGED, message)
+        return Decision(event, row, rule.target, CHANGED, message)
+    return Decision(event, row, row, REFUSED, "; ".join(dict.fromkeys(problems)))
 
 
 def failing_after(state: ServingState, decision: Decision, evidence: Evidence) -> dict:
     """The consecutive failing windows per source once `decision` applies (DEGRADED only)."""
-    if decision.target != DEGRADED or evidence.window is None:
+    if split_row(decision.target)[0] != DEGRADED:
         return {}
+    if evidence.window is None:  # not a window: the count stays as it was
+        return dict(state.failing)
     window, failing = evidence.window, dict(state.failing)
     if decision.event == WINDOW_PASSED:
         failing.pop(window.source, None)
@@ -228,9 +162,10 @@ def _current(settings: Settings, event: str) -> ServingState:
     except ValueError:
         if event != ROLLBACK:
             raise
-        # every state rolls back to the pin, so an unreadable switch must not stop a rollback
+        # every state rolls back to the pin, so an unreadable switch must not stop a rollback;
+        # one that still records a retired Chroma refuses it as a readable one would
         log.warning("the serving switch is unreadable; rolling back over it")
-        return ServingState(state=PROMOTED)
+        return ServingState(state=PROMOTED, retired=salvaged_retirement(settings.serving_file))
 
 
 def transition(
@@ -286,30 +221,43 @@ def _next_state(
     failing windows) goes to the recorded target and keeps the report served on; a window
     keeps what serves and its reason starts with what it did (degraded, recovered,
     auto-rollback); a promotion records where it came from (the default generation always
-    returns to Chroma, as before generations)."""
+    returns to Chroma, as before generations); a retirement or its undoing keeps what serves and
+    records (or clears) since when Chroma is retired. Every other change keeps the retirement."""
     event, now = decision.event, datetime.now(UTC).isoformat()
-    if event in WINDOW_EVENTS:
+    target, _ = split_row(decision.target)
+    kept = {"retired": current.retired}
+    if event in (*WINDOW_EVENTS, UNRETIRE):
         reason = f"{decision.message}: {reason}"
-    if event == ROLLBACK or (event in WINDOW_EVENTS and decision.target in PINNED_STATES):
+    if event == ROLLBACK or (event in WINDOW_EVENTS and target in PINNED_STATES):
         back = current.rollback_target
         previous = None if back.backend == REFERENCE else FLOOR
-        return ServingState(decision.target, now, current.report_id, reason, actor, event,
-                            generation=back.generation, previous=previous)  # fmt: skip
-    if event in WINDOW_EVENTS:
+        return ServingState(target, now, current.report_id, reason, actor, event,
+                            generation=back.generation, previous=previous, **kept)  # fmt: skip
+    if event in (*WINDOW_EVENTS, RETIRE, UNRETIRE):
+        if event == RETIRE:
+            retirement = Retirement(now, evidence.report_id, evidence.reference_p95_ms)
+            kept = {"retired": {**current.retired, REFERENCE: retirement}}
+        elif event == UNRETIRE:
+            kept = {"retired": {k: v for k, v in current.retired.items() if k != REFERENCE}}
         return ServingState(
-            decision.target, now, current.report_id, reason, actor, event,
+            target, now, current.report_id, reason, actor, event,
             failing_after(current, decision, evidence), current.generation, current.previous,
+            **kept,
         )  # fmt: skip
     wanted = evidence.wanted if event == PROMOTE_GENERATION else Target(BACKEND_OF[PROMOTED])
     previous = FLOOR if wanted.generation == FLOOR.generation else current.target
-    return ServingState(decision.target, now, evidence.report_id, reason, actor, event,
-                        generation=wanted.generation, previous=previous)  # fmt: skip
+    return ServingState(target, now, evidence.report_id, reason, actor, event,
+                        generation=wanted.generation, previous=previous, **kept)  # fmt: skip
 
 
 def _entry(state: ServingState) -> dict:
+    """The history row of a change: a retirement carries the report it was decided on."""
     previous = str(state.previous) if state.previous else None  # "backend/generation"
+    retired = state.reference_retired
+    report_id = retired.report_id if state.event == RETIRE and retired else state.report_id
     return {"entry_id": uuid.uuid4().hex, "backend": state.backend, **asdict(state),
-            "previous": previous}  # fmt: skip
+            "previous": previous, "report_id": report_id,
+            "retired": ",".join(sorted(state.retired)) or None}  # fmt: skip
 
 
 def sync_history(settings: Settings, dsn: str | None) -> HistoryWrite:

@@ -2,7 +2,9 @@
 evidence the transition guards look at (operations/serving/machine.py holds the table).
 
 The switch points at a (backend, generation). A file from before generations has no
-`generation` (it serves the default one) and no `previous` (its rollback target is Chroma).
+`generation` (it serves the default one) and no `previous` (its rollback target is Chroma). It
+also says which store is retired (`retired`: no longer written, so a rollback cannot end on it):
+the table's rows are the states, each also with Chroma retired where pgvector serves.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
+from candlefire_pipeline.operations.serving.proofs import Rebuilt, Soak
 from candlefire_pipeline.parity.gate_result import GateResult
-from candlefire_pipeline.stores import CANDIDATE, REFERENCE, SERVABLE_STORES
+from candlefire_pipeline.stores import CANDIDATE, REFERENCE, RETIRABLE_STORES, SERVABLE_STORES
 
 # states ------------------------------------------------------------------------------------
 INITIAL = "chroma"  # never promoted: candle-fire serves from Chroma, as it does today
@@ -29,6 +32,44 @@ BACKEND_OF = {INITIAL: REFERENCE, PROMOTED: CANDIDATE, DEGRADED: CANDIDATE, PINN
 PINNED_STATES = (PINNED, PINNED_PGVECTOR)
 #: Consecutive failing windows kept per source (the auto-rollback setting allows at most this).
 MAX_COUNTED_WINDOWS = 100
+
+# rows of the transition table: a state, and where pgvector serves, the state with Chroma retired
+RETIRED_SUFFIX = f"+{REFERENCE}_retired"
+PROMOTED_RETIRED = PROMOTED + RETIRED_SUFFIX
+DEGRADED_RETIRED = DEGRADED + RETIRED_SUFFIX
+PINNED_PGVECTOR_RETIRED = PINNED_PGVECTOR + RETIRED_SUFFIX
+RETIRED_ROWS = (PROMOTED_RETIRED, DEGRADED_RETIRED, PINNED_PGVECTOR_RETIRED)
+ROWS = (*BACKEND_OF, *RETIRED_ROWS)
+
+
+def split_row(row: str) -> tuple[str, bool]:
+    """(state, whether Chroma is retired) of a row of the table."""
+    if row not in ROWS:
+        raise ValueError(f"unknown row of the serving table {row!r}; expected one of {ROWS}")
+    return row.removesuffix(RETIRED_SUFFIX), row.endswith(RETIRED_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """A store no longer written (operations/retirement): since when, the report it was retired
+    on, and the reference's store-side p95 in that report (the p95 gate's baseline afterwards)."""
+
+    since: str
+    report_id: str | None = None
+    reference_p95_ms: float | None = None
+
+    @classmethod
+    def of(cls, store: str, data) -> Retirement:
+        if store not in RETIRABLE_STORES:
+            raise ValueError(f"'retired' names {store!r}: only {RETIRABLE_STORES} can be retired")
+        if not isinstance(data, dict) or not data.get("since"):
+            raise ValueError(f"'retired' must record since when {store} is retired, got {data!r}")
+        return cls(data["since"], data.get("report_id"), data.get("reference_p95_ms"))
+
+    def describe(self, store: str) -> str:
+        return f"{store} retired since {self.since}" + (
+            f" (report {self.report_id})" if self.report_id else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -66,10 +107,21 @@ class ServingState:
     failing: dict[str, list[str]] = field(default_factory=dict)
     generation: str = DEFAULT_NAME  # the index generation served on `backend`
     previous: Target | None = None  # what a rollback returns to (None: Chroma, default)
+    #: store -> its retirement (only the reference can be retired, only while pgvector serves)
+    retired: dict[str, Retirement] = field(default_factory=dict)
 
     @property
     def backend(self) -> str:
         return BACKEND_OF[self.state]
+
+    @property
+    def row(self) -> str:
+        """The state's row of the transition table (with Chroma retired, its own rows)."""
+        return self.state + (RETIRED_SUFFIX if REFERENCE in self.retired else "")
+
+    @property
+    def reference_retired(self) -> Retirement | None:
+        return self.retired.get(REFERENCE)
 
     @property
     def target(self) -> Target:
@@ -87,6 +139,16 @@ class ServingState:
             return FLOOR
         return self.previous
 
+    def way_back(self) -> str:
+        """What a rollback does from here, as an operator reads it in a warning."""
+        target, retired = self.rollback_target, self.reference_retired
+        if retired is not None and target.backend == REFERENCE:
+            return (
+                f"a rollback has nowhere to go ({retired.describe(REFERENCE)}): `candlefire "
+                f'unretire {REFERENCE} --reason "..."`, then `candlefire rollback`'
+            )
+        return f"`candlefire rollback --reason ...` returns to {target}, pinned"
+
     @property
     def degraded(self) -> bool:
         return self.state == DEGRADED
@@ -99,6 +161,13 @@ class ServingState:
         return self.backend if self.generation == DEFAULT_NAME else str(self.target)
 
     def describe(self) -> str:
+        retired = self.reference_retired
+        said = self._describe_state()
+        if retired is None:
+            return said
+        return f"{said}; {retired.describe(REFERENCE)}, not written"
+
+    def _describe_state(self) -> str:
         if self.state == INITIAL:
             return "chroma (never promoted)"
         if self.state == PROMOTED:
@@ -131,7 +200,8 @@ class Evidence:
     """What the guards look at: the latest report and its gates, evaluated now; for a window
     event, the window and the auto-rollback policy (None: off; N: pin after N in a row). For a
     generation's promotion: the target asked for, whether that generation is live, and the
-    (reference, candidate) its latest comparison was made between."""
+    (reference, candidate) its latest comparison was made between. To retire Chroma: the
+    soak and the reference's p95 in the report; to unretire it: the rebuild's proof."""
 
     report_id: str | None = None
     started_at: str | None = None
@@ -141,6 +211,9 @@ class Evidence:
     wanted: Target | None = None
     wanted_state: str | None = None  # the generation's registry state (live, dropped ...)
     compared: tuple[Target, Target] | None = None
+    soak: Soak | None = None
+    reference_p95_ms: float | None = None
+    rebuilt: Rebuilt | None = None
 
     @classmethod
     def of(cls, report, gates) -> Evidence:
@@ -172,9 +245,34 @@ def read_state(path: Path) -> ServingState:
     generation = data.get("generation") or DEFAULT_NAME
     if BACKEND_OF[state] == REFERENCE and generation != DEFAULT_NAME:
         raise ValueError(f"{path}: Chroma serves the default generation only, not {generation!r}")
+    retired = _retired(path, data.get("retired"))
+    if retired and BACKEND_OF[state] == REFERENCE:
+        raise ValueError(f"{path}: {REFERENCE} serves ({state}) but is recorded as retired")
     fields = {k: data.get(k) for k in ServingState.__dataclass_fields__ if k in data}
-    return ServingState(**{**fields, "state": state, "failing": failing,
-                           "generation": generation, "previous": previous})  # fmt: skip
+    return ServingState(**{**fields, "state": state, "failing": failing, "generation": generation,
+                           "previous": previous, "retired": retired})  # fmt: skip
+
+
+def salvaged_retirement(path: Path) -> dict[str, Retirement]:
+    """The retirement an unreadable switch file still records, if any (never raises): the
+    fallbacks that assume Chroma (a rollback over a broken file, the reader) must not land on a
+    retired store."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return _retired(path, data.get("retired"))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _retired(path: Path, data) -> dict[str, Retirement]:
+    if not data:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: 'retired' must map a store to its retirement, got {data!r}")
+    try:
+        return {store: Retirement.of(store, found) for store, found in data.items()}
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def _legacy_state(data: dict) -> str:

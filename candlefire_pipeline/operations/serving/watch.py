@@ -120,8 +120,8 @@ def _said(outcome: Outcome) -> tuple[str, int]:
         return f"serving {state.describe()}: {decision.message}", level
     if state.state == DEGRADED:
         return (
-            f"SERVING DEGRADED: {state.reason}. pgvector still serves; `candlefire rollback "
-            "--reason ...` pins Chroma" + _auto_note(state),
+            f"SERVING DEGRADED: {state.reason}. pgvector still serves; {state.way_back()}"
+            + _auto_note(state),
             logging.ERROR,
         )
     if state.state == PINNED:

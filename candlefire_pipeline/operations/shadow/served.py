@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.operations.retirement.view import written_stores
 from candlefire_pipeline.operations.shadow.link import WorkerLink
 from candlefire_pipeline.retrieval.retriever import Retrieval
 from candlefire_pipeline.settings import Settings
@@ -50,9 +51,10 @@ class ShadowTarget:
 
 
 def shadow_targets(settings: Settings, served: str) -> list[ShadowTarget]:
-    """The fed stores that do not serve. Qdrant joins only as a server: its local mode is one
-    process at a time, and a reader holding it would stall the ingest runs that write it."""
-    names = [s for s in settings.stores if s != served]
+    """The written stores that do not serve (a retired one is never offered: it is not written,
+    its files may be gone). Qdrant joins only as a server: its local mode is one process at a
+    time, and a reader holding it would stall the ingest runs that write it."""
+    names = [s for s in written_stores(settings) if s != served]
     names = [s for s in names if s in SERVABLE_STORES or (s == QDRANT and settings.qdrant_url)]
     return [ShadowTarget(name, name) for name in names]
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from candlefire_pipeline.operations.pending_rows import QueueWrite
+from candlefire_pipeline.operations.retirement.view import retired_note, retired_stores
 from candlefire_pipeline.operations.shadow.records import flush_records, read_records
 from candlefire_pipeline.parity.gate_result import GateResult
 from candlefire_pipeline.parity.shadow.gates import shadow_gates
@@ -38,7 +39,7 @@ def run_shadow_window(
     since = now - timedelta(minutes=shadow.window_minutes)
     records, note = read_records(dsn, settings.shadow_pending_file, since)
     window = aggregate(records, since, now, shadow.window_minutes, note or flushed.warning)
-    gates = shadow_gates(window, settings.parity, REFERENCE, CANDIDATE, now)
+    gates = _gates(settings, window, now)
     json_path, md_path, plots = write_window(window, gates, settings.reports_dir)
     return ShadowRun(window, gates, json_path, md_path, plots, flushed)
 
@@ -48,4 +49,12 @@ def latest_shadow_evaluation(
 ) -> tuple[ShadowWindow | None, list[GateResult]]:
     """The newest window on disk and its live-evidence gates evaluated now."""
     window = load_latest_window(settings.reports_dir)
-    return window, shadow_gates(window, settings.parity, REFERENCE, CANDIDATE, now)
+    return window, _gates(settings, window, now)
+
+
+def _gates(settings: Settings, window: ShadowWindow | None, now: datetime | None):
+    """The live gates of the reference/candidate pair; with the reference retired, they say
+    that nothing can be judged live (no shadow read is offered it)."""
+    retirement = retired_stores(settings).get(REFERENCE)
+    retired = retired_note(REFERENCE, retirement) if retirement else None
+    return shadow_gates(window, settings.parity, REFERENCE, CANDIDATE, now, retired=retired)

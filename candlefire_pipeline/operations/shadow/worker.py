@@ -104,11 +104,13 @@ class Replayer:
         from candlefire_pipeline.operations.shadow.records import append_records
         from candlefire_pipeline.operations.shadow.served import shadow_targets
 
+        offered = shadow_targets(self.settings, job.served_store)
+        for name in set(self.retrievers) - {t.name for t in offered} - {job.served_store}:
+            self.forget(name)  # no longer offered (retired): its files may go
         # a job that compares itself (the app collection's calls) brings its own comparison,
         # None for a target it cannot be replayed on
-        compare = getattr(job, "compare_on", None) or (lambda r, t: compare_on_target(r, job, t))
-        targets = shadow_targets(self.settings, job.served_store)
-        records = [r for r in (compare(self, target) for target in targets) if r is not None]
+        compare = getattr(job, "compare_on", None) or (lambda w, t: compare_on_target(w, job, t))
+        records = [r for r in (compare(self, target) for target in offered) if r is not None]
         if records:
             append_records(self.settings.shadow_pending_file, records)
         return len(records)

@@ -24,8 +24,8 @@ def report_markdown(
             f"# Parity report {report.report_id}",
             "",
             f"Created {report.created_at}. Reference `{report.reference}`, candidate "
-            f"`{report.candidate}`, oracle `{report.oracle or '-'}`; {len(report.queries)} "
-            "queries. Chunks: "
+            f"`{report.candidate}`, oracle `{report.oracle or '-'}`{_retired_said(report)}; "
+            f"{len(report.queries)} queries. Chunks: "
             + ", ".join(f"{b} {n}" for b, n in report.chunk_counts.items())
             + ".",
             "",
@@ -56,6 +56,11 @@ def report_markdown(
     )
 
 
+def _retired_said(report: ParityReport) -> str:
+    said = [f"{s} retired since {r['since']}" for s, r in report.retired.items()]
+    return f" ({'; '.join(said)}: not written, not compared)" if said else ""
+
+
 def _cell(value: object) -> str:
     return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
 
@@ -72,7 +77,7 @@ def gates_section(report: ParityReport) -> list[str]:
     return [
         f"Thresholds used: {thresholds}. Freshness is checked again against the ledger whenever "
         "the report is used (blocking checks, `candlefire status`, the switch). The gates compare "
-        f"{report.reference} and {report.candidate} only.",
+        f"{report.reference} and {report.candidate} only{_retired_said(report)}.",
         "",
         gate_table_markdown(gates_from_dicts(report.gates)),
     ]
@@ -160,14 +165,31 @@ COLUMN_ROWS: tuple[tuple[str, Callable], ...] = (
 )
 
 
+def _column(report: ParityReport, store: str, label: str, value: Callable) -> str:
+    """A cell of the store's column: a retired store's says so (it was not read)."""
+    if store in report.retired:
+        since = report.retired[store]["since"][:10]
+        return f"retired since {since}" if label == "role" else "retired"
+    return value(report, store, report.store_column(store))
+
+
+def _flips(report: ParityReport) -> str:
+    if not report.retired:
+        return f"Serving flips only between {report.reference} and {report.candidate}; "
+    return (
+        f"{', '.join(report.retired)} retired: the gates judge {report.candidate} against the "
+        "exact oracle and candle-fire's recorded answers; "
+    )
+
+
 def stores_section(report: ParityReport) -> list[str]:
-    stores = report.stores()
+    stores = [*report.stores(), *report.retired]
     if not any(report.store_column(s) for s in stores):
         return ["Not recorded: this report was written before the per-store comparison.", ""]
     lines = [
         f"One column per store, each compared with the exact oracle `{report.oracle or '-'}` "
-        "(the in-memory store rebuilt from the applied batches). Serving flips only between "
-        f"{report.reference} and {report.candidate}; "
+        "(the in-memory store rebuilt from the applied batches). "
+        + _flips(report)
         + (
             f"{', '.join(report.evaluated_stores())} are evaluated, never served, and never "
             "block the flip."
@@ -178,7 +200,7 @@ def stores_section(report: ParityReport) -> list[str]:
         *table(
             ("metric", *stores),
             [
-                (label, *(value(report, s, report.store_column(s)) for s in stores))
+                (label, *(_column(report, s, label, value) for s in stores))
                 for label, value in COLUMN_ROWS
             ],
         ),

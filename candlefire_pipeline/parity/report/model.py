@@ -7,8 +7,10 @@ import json
 from dataclasses import asdict, dataclass, field
 
 DIVERGENCE_KINDS = ("case", "short_term", "missing_chunk", "ann_miss", "order", "other")
-#: The roles a store plays in a report: the gates compare reference and candidate only.
+#: The roles a store plays in a report: the gates compare reference and candidate only. A
+#: retired store is not written and not compared (the exact oracle is the reference then).
 REFERENCE_ROLE, CANDIDATE_ROLE, EVALUATED_ROLE = "reference", "candidate", "evaluated"
+RETIRED_ROLE = "retired"
 
 
 @dataclass
@@ -76,6 +78,8 @@ class ParityReport:
     #: store -> its conformance with candle-fire's recorded answers, or {"error": why}
     #: (operations/conformance.py; parity/conformance.StoreConformance.to_dict())
     conformance: dict[str, dict] = field(default_factory=dict)
+    #: store -> its retirement when the report ran ({"since", "report_id", "reference_p95_ms"})
+    retired: dict[str, dict] = field(default_factory=dict)
 
     # roles ------------------------------------------------------------------------
     def stores(self) -> list[str]:
@@ -92,6 +96,8 @@ class ParityReport:
         return [b for b in self.stores() if b not in self.gated_stores()]
 
     def role(self, store: str) -> str:
+        if store in self.retired:
+            return RETIRED_ROLE
         if store == self.reference:
             return REFERENCE_ROLE
         return CANDIDATE_ROLE if store == self.candidate else EVALUATED_ROLE
@@ -111,9 +117,22 @@ class ParityReport:
         table = self.aggregates["store_latency_ms" if store_only else "latency_ms"]
         return float(table[backend][stat])
 
+    def p95_baseline(self) -> tuple[str, float, str] | None:
+        """With the reference retired: (that store, its store-side p95 in the report it was
+        retired on, that report's id), what the candidate's p95 is judged against."""
+        for store, retirement in self.retired.items():
+            if retirement.get("reference_p95_ms") is not None:
+                return store, float(retirement["reference_p95_ms"]), retirement.get("report_id")
+        return None
+
     def p95_ratio(self) -> float:
-        """candidate / reference p95 of the store part of retrieve() (1.0 when both are 0)."""
-        ref = self.latency(self.reference, "p95", store_only=True)
+        """candidate / reference p95 of the store part of retrieve() (1.0 when both are 0); with
+        the reference retired, over its p95 when it retired."""
+        baseline = self.p95_baseline() if self.reference == self.oracle else None
+        if baseline is not None:
+            ref = baseline[1]
+        else:
+            ref = self.latency(self.reference, "p95", store_only=True)
         cand = self.latency(self.candidate, "p95", store_only=True)
         if ref <= 0.0:
             return 1.0 if cand <= 0.0 else float("inf")

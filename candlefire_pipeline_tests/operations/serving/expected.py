@@ -20,6 +20,7 @@ from candlefire_pipeline.operations.serving.state import (
     PINNED,
     PINNED_PGVECTOR,
     PROMOTED,
+    split_row,
 )
 from candlefire_pipeline_tests.operations.serving.states import REPORT, SHADOW
 
@@ -329,7 +330,8 @@ SERVES_AFTER = {
 
 
 def serves_after(state: str, event: str, evidence: str, after: str) -> str:
-    return SERVES_AFTER.get((state, event, evidence), f"{BACKEND_OF[after]}/default")
+    """`after` is a row: a state, or one with Chroma retired."""
+    return SERVES_AFTER.get((state, event, evidence), f"{BACKEND_OF[split_row(after)[0]]}/default")
 
 
 #: what each window that changes the switch leaves in `failing` (source -> windows in a row)

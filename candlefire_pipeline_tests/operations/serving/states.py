@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from candlefire_pipeline.operations.serving.proofs import FailedWindow, Rebuilt, Soak
 from candlefire_pipeline.operations.serving.state import (
     DEGRADED,
     FLOOR,
@@ -10,6 +13,7 @@ from candlefire_pipeline.operations.serving.state import (
     PINNED_PGVECTOR,
     PROMOTED,
     Evidence,
+    Retirement,
     ServingState,
     Target,
     Window,
@@ -60,6 +64,37 @@ EVIDENCE = {
 }
 
 
+# retiring Chroma: a 14-day soak judged on 2026-03-01 --------------------------------------
+NOW, SOAK_DAYS = "2026-03-01T00:00:00+00:00", 14.0
+DAYS_AGO = {n: f"2026-02-{29 - n:02d}T00:00:00+00:00" for n in range(1, 28)}  # 2026-02 has 28
+RETIRED_AT = "2026-02-20T00:00:00+00:00"
+
+
+def _soak(since: str | None = DAYS_AGO[20], failed=()) -> Soak:
+    return Soak(SOAK_DAYS, NOW, since, tuple(failed))
+
+
+def _retiring(soak: Soak, started: str = DAYS_AGO[1], gates=PASSING, report: str = "r-soak"):
+    return Evidence(report, started, gates, soak=soak, reference_p95_ms=21.5)
+
+
+_FAILED = FailedWindow(DAYS_AGO[5], "degraded: a shadow_parity window failed: w9 fails ...")
+_CHECKED = Rebuilt("chroma", ("candlefire_chunks",), 3, 612, {"missing": 0, "orphaned": 0,
+                                                               "stale": 0})  # fmt: skip
+EVIDENCE.update({
+    "soaked, passing report": _retiring(_soak()),
+    "soak too short": _retiring(_soak(since=DAYS_AGO[3])),
+    "a window failed inside the soak": _retiring(_soak(failed=[_FAILED])),
+    "soaked, failing report": _retiring(_soak(), gates=FAILING),
+    "soaked, report before the soak": _retiring(_soak(), started=DAYS_AGO[20]),
+    "soaked, no report": Evidence(soak=_soak()),
+    "the default never served": _retiring(_soak(since=None)),
+    "every condition unmet": _retiring(_soak(DAYS_AGO[3], [_FAILED]), gates=FAILING),
+    "rebuilt and checked": Evidence(rebuilt=_CHECKED),
+    "rebuilt, differing": Evidence(rebuilt=replace(_CHECKED, differing={"missing": 2})),
+})  # fmt: skip
+
+
 def evidence_for(name: str, state: ServingState) -> Evidence:
     found = EVIDENCE[name]
     return found(state) if callable(found) else found
@@ -96,8 +131,13 @@ STATES = {
     "pgvector_pinned@gen_b": ServingState(PINNED_PGVECTOR, PIN_TIME, None, "set up by the test",
                                           "tester", "setup", generation="gen_b", previous=FLOOR),
 }  # fmt: skip
-
-#: The expected table, written out by hand (not derived from serving.TRANSITIONS):
+#: the same states with Chroma retired (where pgvector serves)
+_RETIREMENT = {"chroma": Retirement(RETIRED_AT, "r-retired", 21.5)}
+STATES.update({
+    f"{name}, chroma retired": replace(STATES[name], retired=_RETIREMENT)
+    for name in (PROMOTED, DEGRADED, "degraded, two sources", PINNED_PGVECTOR, "pgvector@gen_a",
+                 "degraded@gen_a")
+})  # fmt: skip
 
 
 def setup_state(name: str) -> ServingState:

@@ -15,7 +15,9 @@ from candlefire_pipeline.operations.serving.machine import (
     CHANGED,
     PROMOTE_GENERATION,
     REFUSED,
+    RETIRE,
     ROLLBACK,
+    UNRETIRE,
     WINDOW_EVENTS,
     switch_lock,
     transition,
@@ -29,12 +31,19 @@ from candlefire_pipeline.operations.serving.state import (
     ServingState,
     Target,
     read_state,
+    split_row,
 )
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.operations.serving.expected import (
     EXPECTED,
     FAILING_AFTER,
+    SERVES_AFTER,
     serves_after,
+)
+from candlefire_pipeline_tests.operations.serving.expected_retired import (
+    EXPECTED_RETIRED,
+    FAILING_AFTER_RETIRED,
+    SERVES_AFTER_RETIRED,
 )
 from candlefire_pipeline_tests.operations.serving.states import (
     DEFAULT_PG,
@@ -56,7 +65,12 @@ def _write(settings: Settings, state: ServingState) -> None:
     settings.serving_file.write_text(state.to_json())
 
 
-@pytest.mark.parametrize("state, event, evidence, outcome, after, words", EXPECTED)
+SERVES_AFTER.update(SERVES_AFTER_RETIRED)
+FAILING = {**FAILING_AFTER, **FAILING_AFTER_RETIRED}
+
+
+@pytest.mark.parametrize("state, event, evidence, outcome, after, words",
+                         EXPECTED + EXPECTED_RETIRED)  # fmt: skip
 def test_transition_writes_the_switch_and_history_only_on_a_change(
     settings, pg_dsn, state, event, evidence, outcome, after, words
 ):
@@ -66,25 +80,34 @@ def test_transition_writes_the_switch_and_history_only_on_a_change(
     reason = f"test {state}/{event}/{evidence}"
     proof = evidence_for(evidence, setup_state(state))
     result = transition(settings, event, reason, "tester", proof, dsn=pg_dsn)
-    assert (result.decision.outcome, result.state.state) == (outcome, after)
+    assert (result.decision.outcome, result.state.row) == (outcome, after)
     on_disk = read_state(settings.serving_file)
-    assert on_disk == result.state and on_disk.backend == BACKEND_OF[after]
+    after_state, retired = split_row(after)
+    assert on_disk == result.state and on_disk.backend == BACKEND_OF[after_state]
     assert str(on_disk.target) == serves_after(state, event, evidence, after)
     rows = [h for h in history(pg_dsn, limit=500) if h["reason"].endswith(reason)]
     if outcome == CHANGED:
         assert on_disk.reason.endswith(reason) and (on_disk.actor, on_disk.event) == (
             "tester", event,
         )  # fmt: skip
-        if event in WINDOW_EVENTS:  # the reason says what the window did
+        if event in (*WINDOW_EVENTS, UNRETIRE):  # the reason says what the window did
             assert on_disk.reason == f"{result.decision.message}: {reason}"
-        keeps_report = event == ROLLBACK or event in WINDOW_EVENTS
+        keeps_report = event in (ROLLBACK, RETIRE, UNRETIRE) or event in WINDOW_EVENTS
         expected_report = setup_state(state).report_id if keeps_report else proof.report_id
         assert on_disk.report_id == expected_report
-        assert on_disk.failing == FAILING_AFTER.get((state, evidence), {})
+        assert on_disk.failing == FAILING.get((state, evidence), {})
+        if event == RETIRE:  # since now, on the report the soak was judged with
+            retirement = on_disk.reference_retired
+            assert (retirement.report_id, retirement.reference_p95_ms) == ("r-soak", 21.5)
+            assert retirement.since == on_disk.changed_at
+            expected_report = proof.report_id  # the history row names it
+        elif retired:  # every other change keeps the retirement as it was
+            assert on_disk.retired == setup_state(state).retired
         previous = str(on_disk.previous) if on_disk.previous else None
         assert [(r["backend"], r["state"], r["event"], r["report_id"], r["generation"],
-                 r["previous"]) for r in rows] == [
-            (on_disk.backend, after, event, expected_report, on_disk.target.generation, previous)
+                 r["previous"], r["retired"]) for r in rows] == [
+            (on_disk.backend, after_state, event, expected_report, on_disk.target.generation,
+             previous, "chroma" if retired else None)
         ]  # fmt: skip
     else:  # nothing half-written: same bytes, no history row
         now = settings.serving_file.read_bytes() if settings.serving_file.exists() else None
@@ -155,6 +178,9 @@ def test_a_switch_file_from_before_the_state_machine_is_read_safely(settings):
         ('{"backend": "chroma", "state": "pgvector"}', "does not serve"),
         ('{"backend": "chroma", "generation": "g1"}', "Chroma serves the default generation"),
         ('{"backend": "pgvector", "previous": {"backend": "qdrant"}}', "servable backend"),
+        ('{"backend": "pgvector", "retired": ["chroma"]}', "must map a store"),
+        ('{"backend": "pgvector", "retired": {"qdrant": {"since": "x"}}}', "can be retired"),
+        ('{"backend": "pgvector", "retired": {"chroma": {}}}', "must record since when"),
     ],
 )
 def test_a_broken_switch_refuses_promotion_but_not_rollback(settings, content, error):
@@ -169,6 +195,20 @@ def test_a_broken_switch_refuses_promotion_but_not_rollback(settings, content, e
     assert settings.serving_file.read_text() == content
     outcome = transition(settings, ROLLBACK, "switch file was broken", "tester")
     assert outcome.decision.outcome == CHANGED and read_state(settings.serving_file).pinned
+
+
+def test_a_broken_switch_that_records_a_retired_chroma_refuses_a_rollback_onto_it(settings):
+    """A rollback over an unreadable file assumes Chroma; not when the file says it is retired."""
+    settings.serving_file.parent.mkdir(parents=True)
+    content = ('{"backend": "chroma", "state": "chroma", '
+               '"retired": {"chroma": {"since": "2026-02-20T00:00:00+00:00"}}}')  # fmt: skip
+    settings.serving_file.write_text(content)
+    with pytest.raises(ValueError, match="recorded as retired"):
+        read_state(settings.serving_file)
+    outcome = transition(settings, ROLLBACK, "switch file was broken", "tester")
+    assert outcome.decision.outcome == REFUSED
+    assert 'candlefire unretire chroma --reason "..."' in outcome.decision.message
+    assert settings.serving_file.read_text() == content
 
 
 def test_a_decision_sees_a_pin_written_while_it_waited_for_the_lock(settings):
