@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, Grounding, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import Filter, ResultRow, RowProgress
+from candlefire_pipeline.backends.store import Store
 
 
 @dataclass
@@ -74,7 +75,7 @@ class _View:
         return common.sort_hits(rows)[:n]
 
 
-class MemoryBackend:
+class MemoryBackend(Store):
     """Exact cosine and substring search over an Arrow table; replace_papers is atomic."""
 
     name = "memory"
@@ -92,12 +93,9 @@ class MemoryBackend:
             common.check_model(self._model, model_id, dim)
             self._model = (model_id, int(dim))
 
-    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
-        rows = common.rows_to_write(rows, lambda: self._model)
-        if rows is None:
-            return 0
-        dim = common.rows_dim(rows)
-        model_id = common.rows_model(rows)
+    def _replace(
+        self, rows: pa.Table, model_id: str, dim: int, progress: RowProgress | None
+    ) -> None:
         with self._lock:
             common.check_model(self._model, model_id, dim)
             self._model = (model_id, dim)
@@ -105,7 +103,6 @@ class MemoryBackend:
             self._set_table(pa.concat_tables([kept, rows]) if kept is not None else rows)
         if progress is not None:
             progress(rows.num_rows)
-        return rows.num_rows
 
     def delete_papers(self, pmids: Sequence[str]) -> int:
         with self._lock:
@@ -172,61 +169,37 @@ class MemoryBackend:
         return self._model
 
     # read side -------------------------------------------------------------------------------
-    def semantic_candidates(
-        self,
-        vectors: np.ndarray,
-        n: int,
-        where: Filter | None = None,
-        stage: str | None = None,
-        texts: Sequence[str] | None = None,
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        common.check_stage(stage)  # one effort for every stage here
-        queries = common.query_matrix(vectors, self._model)
+    def _semantic(self, queries, n, where, stage, texts, model) -> list[list[ResultRow]]:
+        # exact: one effort for every stage; the texts are not needed
         view = self._current()
-        if view is None or common.matches_nothing(where):
+        if view is None:
             return [[] for _ in range(len(queries))]
         keep = np.flatnonzero(view.mask(where))
         sims = view.unit[keep] @ common.unit_rows(queries).T
         return [view.ranked(keep, sims[:, q], n) for q in range(len(queries))]
 
-    def substring_candidates(
-        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        variants = common.check_variant_queries(variants, vectors)
-        if not variants:
-            return []
-        queries = common.unit_rows(common.query_matrix(vectors, self._model))
+    def _substring(self, variants, queries, n, where, model) -> list[list[ResultRow]]:
         view = self._current()
         out: list[list[ResultRow]] = []
-        for variant, query in zip(variants, queries, strict=True):
-            hits = self._substring_hits([variant], where)
-            if view is None or hits.size == 0:
-                out.append([])
-            else:
-                out.append(view.ranked(hits, view.unit[hits] @ query, n))
+        for variant, query in zip(variants, common.unit_rows(queries), strict=True):
+            hits = self._substring_hits(view, [variant], where)
+            out.append(view.ranked(hits, view.unit[hits] @ query, n) if hits.size else [])
         return out
 
-    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
-        return common.ground_by_contains(self, terms)
+    def _contains(self, variants: list[str], where: Filter) -> bool:
+        return self._substring_hits(self._current(), variants, where).size > 0
 
-    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
-        return self._substring_hits(variants, common.check_filter(where)).size > 0
-
-    def fetch(self, where: Filter) -> list[ResultRow]:
-        where = common.check_filter(where)
+    def _fetch(self, where: Filter) -> list[ResultRow]:
         view = self._current()
-        if view is None or common.matches_nothing(where):
+        if view is None:
             return []
         rows = [view.row(int(i), None) for i in np.flatnonzero(view.mask(where))]
         return common.sort_fetched(rows)
 
-    def _substring_hits(self, variants: Sequence[str], where: Filter) -> np.ndarray:
-        matches = common.substring_matcher(common.clean_variants(variants), self.substring_mode)
-        view = self._current()
-        if view is None or common.matches_nothing(where):
+    def _substring_hits(self, view: _View | None, variants: list[str], where: Filter) -> np.ndarray:
+        if view is None:
             return np.empty(0, dtype=np.int64)
+        matches = common.substring_matcher(variants, self.substring_mode)
         keep = np.flatnonzero(view.mask(where))
         return np.asarray([i for i in keep if matches(view.records[i]["document"])], np.int64)
 

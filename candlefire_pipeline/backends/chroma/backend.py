@@ -21,14 +21,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, Grounding, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import Filter, ResultRow
 from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
 from candlefire_pipeline.backends.chroma.filters import chroma_where_document, chroma_wheres
 from candlefire_pipeline.backends.chroma.metadata import scalar_metadata
 from candlefire_pipeline.backends.chroma.space import check_cosine
+from candlefire_pipeline.backends.store import UpsertStore
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ SHORT_TERMS_MATCH = True
 PAGE = 5_000
 
 
-class ChromaBackend:
+class ChromaBackend(UpsertStore):
     """A Chroma collection holding chunks with precomputed vectors (no embedding function)."""
 
     name = "chroma"
@@ -95,11 +95,6 @@ class ChromaBackend:
             return None
         return meta["model_id"], int(meta["dim"])
 
-    def _known_model(self) -> tuple[str, int] | None:
-        if self._model is None:
-            self._model = self.stored_model()
-        return self._model
-
     def ensure_schema(self, model_id: str, dim: int) -> None:
         stored = self.stored_model()
         common.check_model(stored, model_id, dim)
@@ -118,42 +113,26 @@ class ChromaBackend:
         self._client.delete_collection(self.collection_name)
         self._model = None
 
-    # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
-        rows = common.rows_to_write(rows, self.stored_model)
-        if rows is None:
-            return 0
-        dim = common.rows_dim(rows)
-        self.ensure_schema(common.rows_model(rows), dim)
-        old_ids = set(self._ids_of(pc.unique(rows["pmid"]).to_pylist()))
-        matrix = common.embedding_matrix(rows)
-        size = self._client.get_max_batch_size()
-        for start in range(0, rows.num_rows, size):
-            part = rows.slice(start, size)
-            self._collection.upsert(
-                ids=part["chunk_id"].to_pylist(),
-                embeddings=matrix[start : start + size],
-                documents=part["document"].to_pylist(),
-                metadatas=scalar_metadata(part),
-            )
-            if progress is not None:
-                progress(start + part.num_rows)
-        self._delete_ids(sorted(old_ids - set(rows["chunk_id"].to_pylist())))
-        return rows.num_rows
+    # write side (UpsertStore's replace_papers and delete_papers) -----------------------------
+    def _upsert_batch(self) -> int:
+        return self._client.get_max_batch_size()
 
-    def delete_papers(self, pmids: Sequence[str]) -> int:
-        ids = self._ids_of(list(pmids))
-        self._delete_ids(ids)
-        return len(ids)
+    def _upsert(self, part: pa.Table, vectors: np.ndarray) -> None:
+        self._collection.upsert(
+            ids=part["chunk_id"].to_pylist(),
+            embeddings=vectors,
+            documents=part["document"].to_pylist(),
+            metadatas=scalar_metadata(part),
+        )
 
-    def _ids_of(self, pmids: list[str]) -> list[str]:
+    def _chunk_ids_of(self, pmids: list[str]) -> list[str]:
         return [
             i
             for where in self._pmid_wheres(pmids)
             for i in self._collection.get(where=where, include=[])["ids"]
         ]
 
-    def _delete_ids(self, ids: list[str]) -> None:
+    def _delete_chunks(self, ids: list[str]) -> None:
         size = self._client.get_max_batch_size()
         for start in range(0, len(ids), size):
             self._collection.delete(ids=ids[start : start + size])
@@ -205,18 +184,13 @@ class ChromaBackend:
         return bool(self._collection.get(where={"pmid": pmid}, limit=1, include=[])["ids"])
 
     # read side -------------------------------------------------------------------------------
-    def semantic_candidates(
-        self,
-        vectors: np.ndarray,
-        n: int,
-        where: Filter | None = None,
-        stage: str | None = None,
-        texts: Sequence[str] | None = None,
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        common.check_stage(stage)  # one effort for every stage here
-        queries = common.query_matrix(vectors, self._known_model())
-        if not len(queries) or common.matches_nothing(where) or self.count() == 0:
+    def _holds_nothing(self, model: tuple[str, int] | None) -> bool:
+        # a collection made elsewhere may hold chunks without our contract: Chroma is asked
+        return False
+
+    def _semantic(self, queries, n, where, stage, texts, model) -> list[list[ResultRow]]:
+        # one effort for every stage here; the texts are not needed
+        if self.count() == 0:
             return [[] for _ in range(len(queries))]
         # a long pmids filter is queried page by page; each page's top n, merged, is the top n
         results = [
@@ -230,15 +204,8 @@ class ChromaBackend:
         ]
         return [_merged_hits(results, q, n) for q in range(len(queries))]
 
-    def substring_candidates(
-        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        variants = common.check_variant_queries(variants, vectors)
-        if not variants:
-            return []
-        queries = common.query_matrix(vectors, self._known_model())
-        if common.matches_nothing(where) or self.count() == 0:
+    def _substring(self, variants, queries, n, where, model) -> list[list[ResultRow]]:
+        if self.count() == 0:
             return [[] for _ in variants]
         # one where_document per request: a query per variant, as candle-fire does
         pages = chroma_wheres(where)
@@ -260,14 +227,7 @@ class ChromaBackend:
             for variant, query in zip(variants, queries, strict=True)
         ]
 
-    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
-        return common.ground_by_contains(self, terms)
-
-    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
-        where = common.check_filter(where)
-        variants = common.clean_variants(variants)
-        if not variants or common.matches_nothing(where):
-            return False
+    def _contains(self, variants: list[str], where: Filter) -> bool:
         return any(
             self._collection.get(
                 where=page,
@@ -278,10 +238,7 @@ class ChromaBackend:
             for page in chroma_wheres(where)
         )
 
-    def fetch(self, where: Filter) -> list[ResultRow]:
-        where = common.check_filter(where)
-        if common.matches_nothing(where):
-            return []
+    def _fetch(self, where: Filter) -> list[ResultRow]:
         rows = [
             common.result_row(i, d, m, None)
             for page in chroma_wheres(where)

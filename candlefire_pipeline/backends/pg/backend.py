@@ -173,12 +173,9 @@ class PgVectorBackend(PgReads):
         self.terms.forget_schema()
 
     # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
-        rows = common.rows_to_write(rows, self.stored_model)
-        if rows is None:
-            return 0
-        dim = common.rows_dim(rows)
-        model_id = common.rows_model(rows)
+    def _replace(
+        self, rows: pa.Table, model_id: str, dim: int, progress: RowProgress | None
+    ) -> None:
         if self.layout.vector_type == "halfvec":
             pg_copy.check_halfvec_range(common.embedding_matrix(rows))
         pmids = pc.unique(rows["pmid"]).to_pylist()
@@ -199,7 +196,6 @@ class PgVectorBackend(PgReads):
             report.cleared = report.cleared or stale
         self._upkept(report)
         pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
-        return rows.num_rows
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
         """First full build, in the caller's transaction: bare table, COPY, then every index."""

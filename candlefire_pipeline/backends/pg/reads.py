@@ -13,29 +13,18 @@ from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, Grounding, 
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.layout import StageEffort, stage_effort
 from candlefire_pipeline.backends.pg.terms import cold as terms_cold
+from candlefire_pipeline.backends.store import Store
 
 
-class PgReads:
+class PgReads(Store):
     """Reads of PgVectorBackend; expects conn, names, layout, ann, substring_mode, terms,
     _session, _rows, _searching and _ready_model() from it."""
 
-    # read side -------------------------------------------------------------------------------
-    def semantic_candidates(
-        self,
-        vectors: np.ndarray,
-        n: int,
-        where: Filter | None = None,
-        stage: str | None = None,
-        texts: Sequence[str] | None = None,
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        stage = common.check_stage(stage)
-        stored = self._ready_model()
-        queries = common.query_matrix(vectors, stored)
-        texts = common.check_texts(texts, len(queries))
-        out: list[list[ResultRow]] = [[] for _ in range(len(queries))]
-        if stored is None or not len(queries) or common.matches_nothing(where):
-            return out
+    def _read_model(self) -> tuple[str, int] | None:
+        return self._ready_model()
+
+    # read side (Store validates and answers the empty cases) ---------------------------------
+    def _semantic(self, queries, n, where, stage, texts, model) -> list[list[ResultRow]]:
         if texts is not None and stage == "entities" and where == Filter():
             with self._searching:
                 return self.terms.entity_candidates(texts, queries, n)
@@ -44,14 +33,14 @@ class PgReads:
             exact = self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
             if not exact:
                 self._session.apply(self.conn, stage_effort(self.ann, stage, candidates).gucs())
-            out = self._nearest(queries, n, where, stored[1], candidates, exact)
+            out = self._nearest(queries, n, where, model[1], candidates, exact)
             # A graph walk ends after hnsw.max_scan_tuples: under a selective filter it can stop
             # with fewer than n matches while more exist (30 of 60 at 0.15% of 250k chunks, the
             # filters benchmark). Those queries are asked exactly, so a list is short only when
             # fewer rows match.
             short = [] if exact else [i for i, hits in enumerate(out) if len(hits) < n]
             if short:
-                again = self._nearest(queries[short], n, where, stored[1], candidates, True)
+                again = self._nearest(queries[short], n, where, model[1], candidates, True)
                 for i, hits in zip(short, again, strict=True):
                     out[i] = hits
         return out
@@ -67,24 +56,14 @@ class PgReads:
             out[row[0] - 1].append(_result(row[1:-1]))
         return out
 
-    def substring_candidates(
-        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        variants = common.check_variant_queries(variants, vectors)
-        if not variants:
-            return []
-        stored = self._ready_model()
-        queries = common.query_matrix(vectors, stored)
-        out: list[list[ResultRow]] = [[] for _ in variants]
-        if stored is None or common.matches_nothing(where):
-            return out
+    def _substring(self, variants, queries, n, where, model) -> list[list[ResultRow]]:
         if where == Filter():
             with self._searching:
                 return self.terms.keyword_candidates(variants, queries, n)
         query, params = pg_sql.substring_query(
             self.names, variants, self.substring_mode, where, list(queries), n, self.layout
         )
+        out: list[list[ResultRow]] = [[] for _ in variants]
         for row in self.conn.execute(query, params).fetchall():
             out[row[0]].append(_result(row[1:-1]))
         return out
@@ -98,18 +77,11 @@ class PgReads:
             facts = self.terms.grounding(flat)
         return [common.grounding_of(group, facts) for group in groups]
 
-    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
-        where = common.check_filter(where)
-        variants = common.clean_variants(variants)
-        if not variants or common.matches_nothing(where) or self._ready_model() is None:
-            return False
+    def _contains(self, variants: list[str], where: Filter) -> bool:
         query, params = pg_sql.contains_query(self.names, variants, self.substring_mode, where)
         return bool(self.conn.execute(query, params).fetchone()[0])
 
-    def fetch(self, where: Filter) -> list[ResultRow]:
-        where = common.check_filter(where)
-        if common.matches_nothing(where) or self._ready_model() is None:
-            return []
+    def _fetch(self, where: Filter) -> list[ResultRow]:
         query, params = pg_sql.fetch_query(self.names, where)
         return [_result(row) for row in self.conn.execute(query, params).fetchall()]
 

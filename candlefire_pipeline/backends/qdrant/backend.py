@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from qdrant_client import models
 
 from candlefire_pipeline.backends import common
-from candlefire_pipeline.backends.base import Filter, Grounding, ResultRow, RowProgress
+from candlefire_pipeline.backends.base import Filter, ResultRow
 from candlefire_pipeline.backends.qdrant import local as qdrant_local
 from candlefire_pipeline.backends.qdrant import server as qdrant_server
 from candlefire_pipeline.backends.qdrant.filters import (
@@ -40,6 +39,7 @@ from candlefire_pipeline.backends.qdrant.points import (
     point_id,
     result_row,
 )
+from candlefire_pipeline.backends.store import UpsertStore
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ SERVER_PAGE = 5_000
 LOCAL_PAGE = 10_000_000
 
 
-class QdrantBackend:
+class QdrantBackend(UpsertStore):
     """Chunks in one Qdrant collection with precomputed vectors."""
 
     name = "qdrant"
@@ -107,11 +107,6 @@ class QdrantBackend:
             config = self._client.get_collection(self.collection).config
         return contract(config, self.collection)
 
-    def _known_model(self) -> tuple[str, int] | None:
-        if self._model is None:
-            self._model = self.stored_model()
-        return self._model
-
     def ensure_schema(self, model_id: str, dim: int) -> None:
         common.check_model(None, model_id, dim)
         stored = self.stored_model()
@@ -153,38 +148,19 @@ class QdrantBackend:
                 self._client.delete_collection(self.collection)
         self._model = None
 
-    # write side ------------------------------------------------------------------------------
-    def replace_papers(self, rows: pa.Table, progress: RowProgress | None = None) -> int:
-        rows = common.rows_to_write(rows, self.stored_model)
-        if rows is None:
-            return 0
-        dim = common.rows_dim(rows)
-        self.ensure_schema(common.rows_model(rows), dim)
-        stored = set(self._chunk_ids_of(pc.unique(rows["pmid"]).to_pylist()))
-        matrix, records = common.embedding_matrix(rows), payloads(rows)
-        for start in range(0, rows.num_rows, UPSERT_BATCH):
-            part = records[start : start + UPSERT_BATCH]
-            batch = models.Batch(
-                ids=[point_id(r["chunk_id"]) for r in part],
-                vectors=matrix[start : start + UPSERT_BATCH].tolist(),
-                payloads=part,
-            )
-            with self._guard:
-                self._client.upsert(self.collection, points=batch, wait=True)
-            if progress is not None:
-                progress(start + len(part))
-        self._delete_chunks(sorted(stored - set(rows["chunk_id"].to_pylist())))
-        return rows.num_rows
+    # write side (UpsertStore's replace_papers and delete_papers) -----------------------------
+    def _upsert_batch(self) -> int:
+        return UPSERT_BATCH
 
-    def delete_papers(self, pmids: Sequence[str]) -> int:
-        if not pmids or self._known_model() is None:
-            return 0
-        chunk_ids = self._chunk_ids_of(list(pmids))
-        self._delete_chunks(chunk_ids)
-        return len(chunk_ids)
+    def _upsert(self, part: pa.Table, vectors: np.ndarray) -> None:
+        records = payloads(part)
+        ids = [point_id(r["chunk_id"]) for r in records]
+        batch = models.Batch(ids=ids, vectors=vectors.tolist(), payloads=records)
+        with self._guard:
+            self._client.upsert(self.collection, points=batch, wait=True)
 
     def _chunk_ids_of(self, pmids: list[str]) -> list[str]:
-        if self._known_model() is None:
+        if self._read_model() is None:
             return []
         return [
             record.payload["chunk_id"]
@@ -212,14 +188,14 @@ class QdrantBackend:
                 return
 
     def count(self) -> int:
-        if self._known_model() is None:
+        if self._read_model() is None:
             return 0
         with self._guard:
             return self._client.count(self.collection, exact=True).count
 
     def _pmid_filters(self, pmids: Sequence[str] | None) -> list[models.Filter | None]:
         """Filters covering these pmids in pages of ID_BATCH (one None: everything; []: none)."""
-        if self._known_model() is None:
+        if self._read_model() is None:
             return []
         if pmids is None:
             return [None]
@@ -242,7 +218,7 @@ class QdrantBackend:
         )
 
     def chunk_hashes(self) -> dict[str, str]:
-        if self._known_model() is None:
+        if self._read_model() is None:
             return {}
         return {
             r.payload["chunk_id"]: r.payload["content_hash"]
@@ -253,7 +229,7 @@ class QdrantBackend:
         return self._any(pmid_filter([pmid]))
 
     def _any(self, flt: models.Filter | None) -> bool:
-        if self._known_model() is None:
+        if self._read_model() is None:
             return False
         with self._guard:
             records, _ = self._client.scroll(
@@ -262,20 +238,8 @@ class QdrantBackend:
         return bool(records)
 
     # read side -------------------------------------------------------------------------------
-    def semantic_candidates(
-        self,
-        vectors: np.ndarray,
-        n: int,
-        where: Filter | None = None,
-        stage: str | None = None,
-        texts: Sequence[str] | None = None,
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        common.check_stage(stage)  # one hnsw_ef for every stage here
-        stored = self._known_model()
-        queries = common.query_matrix(vectors, stored)
-        if stored is None or not len(queries) or common.matches_nothing(where):
-            return [[] for _ in range(len(queries))]
+    def _semantic(self, queries, n, where, stage, texts, model) -> list[list[ResultRow]]:
+        # one hnsw_ef for every stage here; the texts are not needed
         flt = qdrant_filter(where)
         requests = [
             models.QueryRequest(
@@ -283,21 +247,9 @@ class QdrantBackend:
             )
             for q in queries
         ]
-        with self._guard:
-            responses = self._client.query_batch_points(self.collection, requests=requests)
-        return [hits(response.points) for response in responses]
+        return self._query_batch(requests)
 
-    def substring_candidates(
-        self, variants: Sequence[str], vectors: np.ndarray, n: int, where: Filter | None = None
-    ) -> list[list[ResultRow]]:
-        n, where = common.check_n(n), common.check_filter(where)
-        variants = common.check_variant_queries(variants, vectors)
-        if not variants:
-            return []
-        stored = self._known_model()
-        queries = common.query_matrix(vectors, stored)
-        if stored is None or common.matches_nothing(where):
-            return [[] for _ in variants]
+    def _substring(self, variants, queries, n, where, model) -> list[list[ResultRow]]:
         # exact: the filter is a payload scan anyway, and a filtered HNSW walk can stop short
         params = None if self.local else models.SearchParams(exact=True)
         requests = [
@@ -310,24 +262,17 @@ class QdrantBackend:
             )
             for variant, query in zip(variants, queries, strict=True)
         ]
+        return self._query_batch(requests)
+
+    def _query_batch(self, requests: list[models.QueryRequest]) -> list[list[ResultRow]]:
         with self._guard:
             responses = self._client.query_batch_points(self.collection, requests=requests)
         return [hits(response.points) for response in responses]
 
-    def ground_terms(self, terms: Sequence[Sequence[str]]) -> list[Grounding]:
-        return common.ground_by_contains(self, terms)
-
-    def contains(self, variants: Sequence[str], where: Filter | None = None) -> bool:
-        where = common.check_filter(where)
-        variants = common.clean_variants(variants)
-        if not variants or common.matches_nothing(where):
-            return False
+    def _contains(self, variants: list[str], where: Filter) -> bool:
         return self._any(qdrant_filter(where, variants, self.narrow))
 
-    def fetch(self, where: Filter) -> list[ResultRow]:
-        where = common.check_filter(where)
-        if common.matches_nothing(where) or self._known_model() is None:
-            return []
+    def _fetch(self, where: Filter) -> list[ResultRow]:
         rows = [result_row(r.payload, None) for r in self._scroll(qdrant_filter(where), True)]
         return common.sort_fetched(rows)
 
