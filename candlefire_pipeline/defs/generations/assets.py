@@ -23,7 +23,7 @@ from candlefire_pipeline.defs.jobs import GENERATION_FEED_TAG, GENERATION_TAG
 from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
 from candlefire_pipeline.defs.resources import PipelineResource
 from candlefire_pipeline.defs.stores.assets import apply_metadata
-from candlefire_pipeline.defs.stores.policies import STORE_POOLS, STORE_WRITE_RETRY
+from candlefire_pipeline.defs.stores.policies import STORE_KINDS, STORE_POOLS, STORE_WRITE_RETRY
 from candlefire_pipeline.defs.versions import EMBEDDING_STAGE_VERSION
 from candlefire_pipeline.embedding import stage_embedder
 from candlefire_pipeline.embedding.ray_executor import RayEmbeddingError, RayUnavailableError
@@ -32,8 +32,6 @@ from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.generations.registry import stored_registry
 from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.settings import Settings
-
-STORE_KINDS = {"pgvector": "postgres", "chroma": "chromadb", "qdrant": "qdrant"}
 
 
 def group_name(generation: Generation) -> str:

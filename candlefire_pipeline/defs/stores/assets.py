@@ -16,16 +16,10 @@ from candlefire_pipeline.defs.batch_metadata import batch_span, combined
 from candlefire_pipeline.defs.ingest_assets import embeddings
 from candlefire_pipeline.defs.partitions import batch_keys, ingest_backfill_policy, ingest_batches
 from candlefire_pipeline.defs.progress import progress_logger
-from candlefire_pipeline.defs.resources import (
-    ChromaResource,
-    PgVectorResource,
-    PipelineResource,
-    QdrantResource,
-)
+from candlefire_pipeline.defs.resources import PipelineResource
 from candlefire_pipeline.defs.stores.policies import (
-    CHROMA_POOL,
-    POSTGRES_POOL,
-    QDRANT_POOL,
+    STORE_KINDS,
+    STORE_POOLS,
     STORE_WRITE_RETRY,
     retried_only_if_transient,
 )
@@ -190,55 +184,46 @@ _STORE = {
 }
 
 
-@dg.asset(
-    **_STORE,
-    kinds={"postgres"},
-    pool=POSTGRES_POOL,
-    description=(
-        "The batch applied to the Postgres + pgvector `chunks` table in one transaction "
-        f"(HNSW cosine index, trigram index for substring grounding). {_APPLY_RULES}"
-    ),
-    metadata={"store": "postgres+pgvector", "pool": POSTGRES_POOL},
-)
-def pgvector_chunks(
-    context: dg.AssetExecutionContext, pipeline: PipelineResource, pgvector: PgVectorResource
-) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, PGVECTOR, pgvector))
+#: What each store's asset says it is, before the apply rules.
+_DESCRIPTIONS = {
+    PGVECTOR: "The batch applied to the Postgres + pgvector `chunks` table in one transaction "
+    "(HNSW cosine index, trigram index for substring grounding).",
+    CHROMA: "The batch applied to the Chroma collection the app serves from today: the same "
+    "chunk ids and precomputed vectors as pgvector, cosine space.",
+    QDRANT: "The batch applied to the Qdrant collection, evaluated by the parity report but "
+    "never served: the same chunk ids and vectors, cosine distance.",
+}
+#: What a retirable store's asset says after the apply rules.
+_RETIREMENT = {
+    CHROMA: " Once Chroma is retired (`candlefire retire chroma`), each partition says "
+    "`retired since ..., not written` and writes nothing until `candlefire unretire chroma`."
+}
+_LABELS = {PGVECTOR: "postgres+pgvector", CHROMA: "chroma", QDRANT: "qdrant"}
 
 
-@dg.asset(
-    **_STORE,
-    kinds={"chromadb"},
-    pool=CHROMA_POOL,
-    description=(
-        "The batch applied to the Chroma collection the app serves from today: the same chunk "
-        f"ids and precomputed vectors as pgvector, cosine space. {_APPLY_RULES} Once Chroma is "
-        "retired (`candlefire retire chroma`), each partition says `retired since ..., not "
-        "written` and writes nothing until `candlefire unretire chroma`."
-    ),
-    metadata={"store": "chroma", "pool": CHROMA_POOL},
-)
-def chroma_chunks(
-    context: dg.AssetExecutionContext, pipeline: PipelineResource, chroma: ChromaResource
-) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, CHROMA, chroma))
+def _store_asset(store: str) -> dg.AssetsDefinition:
+    """`<store>_chunks`: the default generation's batches applied to the store (resource key)."""
+
+    @dg.asset(
+        **_STORE,
+        name=f"{store}_chunks",
+        kinds={STORE_KINDS[store]},
+        pool=STORE_POOLS[store],
+        required_resource_keys={"pipeline", store},
+        description=f"{_DESCRIPTIONS[store]} {_APPLY_RULES}{_RETIREMENT.get(store, '')}",
+        metadata={"store": _LABELS[store], "pool": STORE_POOLS[store]},
+    )
+    def _store(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        resources = context.resources
+        metadata = apply_metadata(context, resources.pipeline, store, getattr(resources, store))
+        return dg.MaterializeResult(metadata=metadata)
+
+    return _store
 
 
-@dg.asset(
-    **_STORE,
-    kinds={"qdrant"},
-    pool=QDRANT_POOL,
-    description=(
-        "The batch applied to the Qdrant collection, evaluated by the parity report but never "
-        f"served: the same chunk ids and vectors, cosine distance. {_APPLY_RULES}"
-    ),
-    metadata={"store": "qdrant", "pool": QDRANT_POOL},
-)
-def qdrant_chunks(
-    context: dg.AssetExecutionContext, pipeline: PipelineResource, qdrant: QdrantResource
-) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata=apply_metadata(context, pipeline, QDRANT, qdrant))
-
+pgvector_chunks = _store_asset(PGVECTOR)
+chroma_chunks = _store_asset(CHROMA)
+qdrant_chunks = _store_asset(QDRANT)
 
 STORE_ASSETS = {PGVECTOR: pgvector_chunks, CHROMA: chroma_chunks, QDRANT: qdrant_chunks}
 

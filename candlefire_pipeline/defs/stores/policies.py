@@ -17,6 +17,8 @@ CHROMA_POOL = "chroma_writes"
 QDRANT_POOL = "qdrant_writes"
 #: store name -> the pool its asset and its ledger check run in
 STORE_POOLS = {PGVECTOR: POSTGRES_POOL, CHROMA: CHROMA_POOL, QDRANT: QDRANT_POOL}
+#: The kind tag of each store's assets (the Dagster UI's icon).
+STORE_KINDS = {PGVECTOR: "postgres", CHROMA: "chromadb", QDRANT: "qdrant"}
 
 #: 1 + 2 + 4 + 8 + 16 s (each +/- jitter): rides out a store restart of about half a minute.
 STORE_WRITE_RETRY = dg.RetryPolicy(
