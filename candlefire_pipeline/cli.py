@@ -10,9 +10,9 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from candlefire_pipeline import cli_retirement
+from candlefire_pipeline import cli_serving
 from candlefire_pipeline.settings import Settings, redact_dsn
-from candlefire_pipeline.stores import BACKEND_NAMES, CANDIDATE, SERVABLE_STORES
+from candlefire_pipeline.stores import BACKEND_NAMES
 
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
 OPERATOR_COMMANDS = ("status", "rollback", "promote", "query", "retire", "unretire")
@@ -40,58 +40,6 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     status = collect_status(settings)
     print(format_status(status))
     return 0 if status.reachable else 2
-
-
-def _history_note(outcome) -> None:
-    """One line on stderr when the history could not reach Postgres (it is queued locally)."""
-    if outcome.history.pending:
-        print(
-            f"warning: {outcome.history.pending} serving history change(s) queued locally "
-            f"({outcome.history.warning or 'Postgres unreachable'}); replayed on the next "
-            "successful connection",
-            file=sys.stderr,
-        )
-
-
-def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.operations.serving.commands import rollback
-    from candlefire_pipeline.operations.serving.machine import REFUSED
-
-    outcome = rollback(settings, args.reason, args.by)
-    if outcome.decision.outcome == REFUSED:  # Chroma is retired: it says what restores it
-        print(f"candlefire rollback: refused, nothing changed: {outcome.decision.message}",
-              file=sys.stderr)  # fmt: skip
-        return 1
-    print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
-    _history_note(outcome)
-    return 0
-
-
-def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
-    from candlefire_pipeline.operations.serving.commands import promote
-    from candlefire_pipeline.operations.serving.machine import CHANGED, UNCHANGED
-
-    if args.generation:
-        if args.run_report:
-            raise ValueError(
-                "--run-report is the default generation's parity report; a "
-                "generation's evidence is `candlefire generation compare NAME`"
-            )
-        from candlefire_pipeline.operations.serving.generation import promote_generation
-
-        outcome = promote_generation(settings, args.generation, args.reason, args.by, args.backend)
-    else:
-        outcome = promote(settings, args.reason, args.by, run_new_report=args.run_report)
-    decision = outcome.decision
-    if decision.outcome == CHANGED:
-        print(f"serving backend: {outcome.state.backend} - {outcome.state.describe()}")
-    elif decision.outcome == UNCHANGED:
-        print(f"serving backend: {outcome.state.backend} - nothing to do: {decision.message}")
-    else:
-        print(f"candlefire promote: refused, nothing changed: {decision.message}", file=sys.stderr)
-        print(f"serving backend stays {outcome.state.describe()}", file=sys.stderr)
-    _history_note(outcome)
-    return 1 if decision.outcome not in (CHANGED, UNCHANGED) else 0
 
 
 def cmd_reader_role(args: argparse.Namespace, settings: Settings) -> int:
@@ -163,7 +111,7 @@ def cmd_repair(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.backends.factory import opened_backend
     from candlefire_pipeline.operations.repair import format_repair, repair_store
 
-    if (refused := cli_retirement.refuse_retired(settings, args.store, "repair")) is not None:
+    if (refused := cli_serving.refuse_retired(settings, args.store, "repair")) is not None:
         return refused
     with opened_backend(args.store, settings) as backend:
         try:
@@ -201,31 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     add("demo", help="write the demo drops and run the whole DAG through the CLI")
     add("register-drops", help="add a partition for every file in the drops folder")
     add("status", help="serving backend, last parity report, store health")
-    rollback = add(
-        "rollback",
-        help="return at once to the previous (backend, generation) and pin it (Chroma from the "
-        "default generation; no Postgres needed)",
-    )
-    rollback.add_argument("--reason", required=True, help="why (recorded in the history)")
-    rollback.add_argument("--by", default=None, help="who (default: the login name)")
-    promote = add(
-        "promote", help="serve from pgvector on a passing report (the only way out of a pin)"
-    )
-    promote.add_argument("--reason", required=True, help="why (recorded in the history)")
-    promote.add_argument("--by", default=None, help="who (default: the login name)")
-    promote.add_argument(
-        "--run-report", action="store_true", help="run a new parity report first and use it"
-    )
-    promote.add_argument(
-        "--generation",
-        help="serve this index generation, on its latest `generation compare` with what serves",
-    )
-    promote.add_argument(
-        "--backend",
-        choices=SERVABLE_STORES,
-        default=CANDIDATE,
-        help="with --generation: where it serves from (a generation is promoted to pgvector)",
-    )
+    cli_serving.add_parser(add)
     reader = add("create-reader-role", help="a read-only Postgres role for serving")
     reader.add_argument("--role", default="candlefire_reader")
     reader.add_argument("--password-env", default="", help="env var holding the role's password")
@@ -259,7 +183,6 @@ def _parser() -> argparse.ArgumentParser:
     add_fetch_arguments(fetch)
     from candlefire_pipeline import cli_generations
 
-    cli_retirement.add_parser(add)
     cli_generations.add_parser(add, common)
     return parser
 
@@ -268,16 +191,13 @@ COMMANDS = {
     "demo": cmd_demo,
     "register-drops": cmd_register,
     "status": cmd_status,
-    "rollback": cmd_rollback,
-    "promote": cmd_promote,
     "query": cmd_query,
     "create-reader-role": cmd_reader_role,
     "repair": cmd_repair,
     "maintain": cmd_maintain,
     "fetch-pubmed": cmd_fetch,
     "generation": cmd_generation,
-    "retire": cli_retirement.cmd_retire,
-    "unretire": cli_retirement.cmd_unretire,
+    **cli_serving.COMMANDS,
 }
 
 

@@ -30,7 +30,7 @@ LAYERS = [
     {"defs"},
     {"definitions"},
     {"cli_generations"},  # `generation build` loads the code location to run its job
-    {"cli_retirement"},
+    {"cli_serving"},  # rollback, promote, retire, unretire: the verbs that move the switch
     {"cli"},
 ]
 #: The Dagster layer: every other module must import without loading dagster.
