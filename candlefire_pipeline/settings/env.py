@@ -53,12 +53,17 @@ def env_choice(name: str, default: str, choices: Collection[str]) -> str:
     return check_choice(name, (env_str(name) or default).lower(), choices)
 
 
-def env_int(name: str, default: int) -> int:
+def _env_parsed(name: str, default, parse, kind: str):
+    """The variable parsed by `parse` (`default` when unset); an error naming `kind` else."""
     raw = env_str(name)
     try:
-        return int(raw) if raw is not None else default
+        return parse(raw) if raw is not None else default
     except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+        raise ValueError(f"{name} must be {kind}, got {raw!r}") from exc
+
+
+def env_int(name: str, default: int) -> int:
+    return _env_parsed(name, default, int, "an integer")
 
 
 def env_positive_int(name: str, default: int) -> int:
@@ -85,11 +90,7 @@ def env_path(name: str) -> Path | None:
 
 
 def env_float(name: str, default: float) -> float:
-    raw = env_str(name)
-    try:
-        return float(raw) if raw is not None else default
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+    return _env_parsed(name, default, float, "a number")
 
 
 def env_positive_float(name: str, default: float) -> float:
