@@ -67,15 +67,21 @@ def _include(include: Any, call: str) -> tuple[str, ...]:
     return tuple(include)
 
 
+def _one_or_many(value: Any, call: str, name: str, one: str) -> list[str]:
+    """chromadb's one-or-many argument: a str, or a non-empty list of str, as a list."""
+    listed = [value] if isinstance(value, str) else value
+    if not isinstance(listed, list) or not listed:
+        raise ValueError(f"{call}: {name} must be a str or a non-empty list of str, got {value!r}")
+    for item in listed:
+        if not isinstance(item, str):
+            raise ValueError(f"{call}: {one} must be a str, got {item!r}")
+    return listed
+
+
 def _ids(ids: Any) -> tuple[str, ...] | None:
     if ids is None:
         return None
-    listed = [ids] if isinstance(ids, str) else ids
-    if not isinstance(listed, list) or not listed:
-        raise ValueError(f"get: ids must be a str or a non-empty list of str, got {ids!r}")
-    for one in listed:
-        if not isinstance(one, str):
-            raise ValueError(f"get: an id must be a str, got {one!r}")
+    listed = _one_or_many(ids, "get", "ids", "an id")
     if len(set(listed)) != len(listed):
         twice = sorted({i for i in listed if listed.count(i) > 1})
         raise ValueError(f"get: ids must be unique, found duplicates of {', '.join(twice[:10])}")
@@ -111,13 +117,7 @@ def get_call(ids, where, limit, offset, where_document, include) -> GetCall:
 
 
 def _texts(texts: Any) -> tuple[str, ...]:
-    listed = [texts] if isinstance(texts, str) else texts
-    if not isinstance(listed, list) or not listed:
-        raise ValueError(f"query: query_texts must be a str or a non-empty list, got {texts!r}")
-    for text in listed:
-        if not isinstance(text, str):
-            raise ValueError(f"query: a query text must be a str, got {text!r}")
-    return tuple(listed)
+    return tuple(_one_or_many(texts, "query", "query_texts", "a query text"))
 
 
 def _vectors(embeddings: Any) -> np.ndarray:
