@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +37,10 @@ class CappedStream:
 
 @contextmanager
 def open_capped(path: Path, limit: int) -> Iterator[CappedStream]:
-    """The file's content (gunzipped when it ends in .gz), capped at `limit` bytes."""
-    with open_maybe_gzip(path) as stream:
-        yield CappedStream(stream, limit, Path(path))
+    """The file's content (gunzipped when it ends in .gz), capped at `limit` bytes; a file that
+    cannot be read to its end (I/O error, truncated or corrupt gzip) is a DropFileError."""
+    try:
+        with open_maybe_gzip(path) as stream:
+            yield CappedStream(stream, limit, Path(path))
+    except (OSError, EOFError, zlib.error) as err:
+        raise DropFileError(f"{path}: unreadable: {err}") from err

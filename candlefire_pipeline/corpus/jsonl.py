@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,6 @@ from candlefire_pipeline.corpus.capped import CappedStream, open_capped
 from candlefire_pipeline.corpus.records import (
     EXCERPT_CHARS,
     Accepted,
-    DropFileError,
     RecordStream,
     Rejected,
     accept,
@@ -68,16 +66,13 @@ def _outcome(record_no: int, line: bytes, oversized: bool, max_bytes: int) -> Ac
 def iter_jsonl(path: Path, limits: IngestLimits | None = None) -> Iterator[Accepted | Rejected]:
     """One pass over a papers.jsonl file: one outcome per non-blank line, in file order."""
     path, limits = Path(path), limits or IngestLimits()
-    try:
-        with open_capped(path, limits.max_drop_bytes) as stream:
-            record_no = 0
-            for line, oversized in _lines(stream, limits.max_record_bytes):
-                if not oversized and not line.strip():
-                    continue  # blank lines are not records
-                record_no += 1
-                yield _outcome(record_no, line, oversized, limits.max_record_bytes)
-    except (OSError, EOFError, zlib.error) as err:
-        raise DropFileError(f"{path}: unreadable: {err}") from err
+    with open_capped(path, limits.max_drop_bytes) as stream:
+        record_no = 0
+        for line, oversized in _lines(stream, limits.max_record_bytes):
+            if not oversized and not line.strip():
+                continue  # blank lines are not records
+            record_no += 1
+            yield _outcome(record_no, line, oversized, limits.max_record_bytes)
 
 
 def read_jsonl(path: Path, limits: IngestLimits | None = None) -> RecordStream:

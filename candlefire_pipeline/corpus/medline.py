@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from xml.etree.ElementTree import Element, ParseError, tostring
@@ -164,8 +163,6 @@ def iter_medline(path: Path, limits: IngestLimits | None = None) -> Iterator[Out
         raise DropFileError(f"{path}: unsafe XML refused ({type(err).__name__}: {err})") from err
     except ParseError as err:
         raise DropFileError(f"{path}: unparsable XML: {err}") from err
-    except (OSError, EOFError, zlib.error) as err:
-        raise DropFileError(f"{path}: unreadable: {err}") from err
 
 
 def read_medline(path: Path, limits: IngestLimits | None = None) -> RecordStream:
