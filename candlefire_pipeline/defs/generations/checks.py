@@ -21,21 +21,30 @@ def _key(generation: Generation, store: str) -> dg.AssetKey:
     return dg.AssetKey([generation.name, f"{store}_chunks"])
 
 
-def _ledger_check(generation: Generation, store: str) -> dg.AssetChecksDefinition:
+def _store_check(
+    generation: Generation, store: str, name: str, judge, resources=(), **options
+) -> dg.AssetChecksDefinition:
+    """The blocking check `<store>_<name>` of the generation's store asset: passed with a note
+    while the store is retired, else `judge(context, settings, current)` decides."""
+
     @dg.asset_check(
         asset=_key(generation, store),
-        name=f"{store}_holds_current_versions",
+        name=f"{store}_{name}",
         blocking=True,
-        pool=STORE_POOLS[store],
-        required_resource_keys={"pipeline", store},
-        description="Exactly the chunk ids and content hashes of every paper's latest version, "
-        f"per generation {generation.name}'s own ledger.",
+        required_resource_keys={"pipeline", store, *resources},
+        **options,
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         settings = context.resources.pipeline.settings()
         if (retired := retired_result(settings, store)) is not None:
             return retired
-        current = live_generation(settings, generation.name)
+        return judge(context, settings, live_generation(settings, generation.name))
+
+    return _check
+
+
+def _ledger_check(generation: Generation, store: str) -> dg.AssetChecksDefinition:
+    def judge(context, settings, current) -> dg.AssetCheckResult:
         ledger = StoreLedger(batches_dir(settings, current), store)
         applied = ledger.applied()
         with getattr(context.resources, store).open(current) as backend:
@@ -43,23 +52,19 @@ def _ledger_check(generation: Generation, store: str) -> dg.AssetChecksDefinitio
         diff = diff_inventory(ledger.expected_chunks(), actual)
         return diff_result(diff, batches=len(applied), store_chunks=len(actual))
 
-    return _check
+    return _store_check(
+        generation,
+        store,
+        "holds_current_versions",
+        judge,
+        pool=STORE_POOLS[store],
+        description="Exactly the chunk ids and content hashes of every paper's latest version, "
+        f"per generation {generation.name}'s own ledger.",
+    )
 
 
 def _dimension_check(generation: Generation, store: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=_key(generation, store),
-        name=f"{store}_dimension_matches_model",
-        blocking=True,
-        required_resource_keys={"pipeline", store},
-        description=f"The stored vectors are {generation.identity.embedding_id}'s, "
-        f"{generation.identity.dim}-dim.",
-    )
-    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        settings = context.resources.pipeline.settings()
-        if (retired := retired_result(settings, store)) is not None:
-            return retired
-        current = live_generation(settings, generation.name)
+    def judge(context, settings, current) -> dg.AssetCheckResult:
         with getattr(context.resources, store).open(current) as backend:
             stored = backend.stored_model()
         expected = (current.identity.embedding_id, current.identity.dim)
@@ -68,23 +73,18 @@ def _dimension_check(generation: Generation, store: str) -> dg.AssetChecksDefini
             metadata={"stored": str(stored), "generation": str(expected)},
         )
 
-    return _check
+    return _store_check(
+        generation,
+        store,
+        "dimension_matches_model",
+        judge,
+        description=f"The stored vectors are {generation.identity.embedding_id}'s, "
+        f"{generation.identity.dim}-dim.",
+    )
 
 
 def _agreement_check(generation: Generation, store: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=_key(generation, store),
-        name=f"{store}_agrees_with_pgvector",
-        additional_deps=[_key(generation, "pgvector")],
-        blocking=True,
-        required_resource_keys={"pipeline", "pgvector", store},
-        description=f"{store} holds the chunk ids and hashes of the generation's pgvector.",
-    )
-    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        settings = context.resources.pipeline.settings()
-        if (retired := retired_result(settings, store)) is not None:
-            return retired
-        current = live_generation(settings, generation.name)
+    def judge(context, settings, current) -> dg.AssetCheckResult:
         with context.resources.pgvector.open(current) as pg:
             pg_hashes = pg.chunk_hashes()
         with getattr(context.resources, store).open(current) as other:
@@ -95,7 +95,15 @@ def _agreement_check(generation: Generation, store: str) -> dg.AssetChecksDefini
             **{f"{store}_chunks": len(other_hashes)},
         )
 
-    return _check
+    return _store_check(
+        generation,
+        store,
+        "agrees_with_pgvector",
+        judge,
+        resources=("pgvector",),
+        additional_deps=[_key(generation, "pgvector")],
+        description=f"{store} holds the chunk ids and hashes of the generation's pgvector.",
+    )
 
 
 def generation_checks(generation: Generation, stores: Sequence[str]) -> list:
