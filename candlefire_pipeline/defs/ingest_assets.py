@@ -27,6 +27,14 @@ _INGEST = {
 }
 
 
+def _per_drop(context, pipeline: PipelineResource, of, summed, listed=()) -> dg.MaterializeResult:
+    """`of(context, settings, key)` for each drop of the step, in file-name order; the drop's
+    metadata, or the `summed` totals and a row per drop."""
+    settings = pipeline.settings()
+    per_batch = {key: of(context, settings, key) for key in batch_keys(context)}
+    return dg.MaterializeResult(metadata=combined(per_batch, summed, listed))
+
+
 def _papers_of(context: dg.AssetExecutionContext, settings: Settings, key: str) -> dict:
     drop = settings.drops_dir / key
     if not drop.is_file():
@@ -62,10 +70,8 @@ def _papers_of(context: dg.AssetExecutionContext, settings: Settings, key: str) 
     metadata={"written_to": "data/batches/<drop>/{papers,rejects,deleted}.parquet"},
 )
 def papers(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.MaterializeResult:
-    settings = pipeline.settings()
-    per_batch = {key: _papers_of(context, settings, key) for key in batch_keys(context)}
     summed = ("records_in", "accepted", "rejected", "deleted_pmids")
-    return dg.MaterializeResult(metadata=combined(per_batch, summed, ("drop_fingerprint",)))
+    return _per_drop(context, pipeline, _papers_of, summed, ("drop_fingerprint",))
 
 
 def _chunks_of(context: dg.AssetExecutionContext, settings: Settings, key: str) -> dict:
@@ -97,11 +103,7 @@ def chunks_metadata(summary, batch_dir) -> dict:
     metadata={"written_to": "data/batches/<drop>/chunks.parquet"},
 )
 def chunks(context: dg.AssetExecutionContext, pipeline: PipelineResource) -> dg.MaterializeResult:
-    settings = pipeline.settings()
-    per_batch = {key: _chunks_of(context, settings, key) for key in batch_keys(context)}
-    return dg.MaterializeResult(
-        metadata=combined(per_batch, ("papers", "chunks", "full_text_papers"))
-    )
+    return _per_drop(context, pipeline, _chunks_of, ("papers", "chunks", "full_text_papers"))
 
 
 def stage_options(context: dg.AssetExecutionContext, settings: Settings) -> dict:
