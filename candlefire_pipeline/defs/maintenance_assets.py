@@ -8,12 +8,7 @@ in the materialization history and plot over time; an op's output would only be 
 
 import dagster as dg
 
-from candlefire_pipeline.defs.resources import (
-    ChromaResource,
-    PgVectorResource,
-    PipelineResource,
-    QdrantResource,
-)
+from candlefire_pipeline.defs.resources import store_resources
 from candlefire_pipeline.defs.stores.policies import POSTGRES_POOL
 from candlefire_pipeline.operations.maintenance import (
     MaintenanceReport,
@@ -22,6 +17,7 @@ from candlefire_pipeline.operations.maintenance import (
     maintain,
 )
 from candlefire_pipeline.settings import code_location_settings
+from candlefire_pipeline.stores import STORE_NAMES
 
 
 class MaintenanceConfig(dg.Config):
@@ -35,6 +31,7 @@ class MaintenanceConfig(dg.Config):
     kinds={"postgres"},
     # waits while an ingest run writes Postgres: a rebuild never competes with a batch's COPY
     pool=POSTGRES_POOL,
+    required_resource_keys={"pipeline", *STORE_NAMES},
     description=(
         "Index health of every fed store, weekly (store_maintenance_schedule): pgvector dead "
         "tuples, (auto)vacuums, HNSW / GIN bytes against a fresh build's (bloat), and VACUUM / "
@@ -43,15 +40,10 @@ class MaintenanceConfig(dg.Config):
     ),
 )
 def store_maintenance(
-    context: dg.AssetExecutionContext,
-    config: MaintenanceConfig,
-    pipeline: PipelineResource,
-    pgvector: PgVectorResource,
-    chroma: ChromaResource,
-    qdrant: QdrantResource,
+    context: dg.AssetExecutionContext, config: MaintenanceConfig
 ) -> dg.MaterializeResult:
-    settings = pipeline.settings()
-    resources = {"pgvector": pgvector, "chroma": chroma, "qdrant": qdrant}
+    settings = context.resources.pipeline.settings()
+    resources = store_resources(context)
     report = maintain(settings, config.apply, lambda name: resources[name].open())
     context.log.info(format_maintenance(report))
     if report.failed:

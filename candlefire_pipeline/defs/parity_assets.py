@@ -9,10 +9,9 @@ import dagster as dg
 
 from candlefire_pipeline.defs.automation import DECIDE_AFTER_PARITY, parity_after_new_partitions
 from candlefire_pipeline.defs.resources import (
-    ChromaResource,
     PgVectorResource,
     PipelineResource,
-    QdrantResource,
+    store_resources,
 )
 from candlefire_pipeline.defs.stores.assets import STORE_ASSETS
 from candlefire_pipeline.defs.stores.policies import POSTGRES_POOL
@@ -39,10 +38,8 @@ from candlefire_pipeline.parity.report.markdown import plots_section, report_mar
 from candlefire_pipeline.parity.report.model import ParityReport
 from candlefire_pipeline.stores import (
     CANDIDATE,
-    CHROMA,
     GATED_STORES,
     PGVECTOR,
-    QDRANT,
     STORE_NAMES,
 )
 
@@ -69,6 +66,7 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         group_name="parity",
         kinds={"python"},
         deps=[STORE_ASSETS[name] for name in stores],
+        required_resource_keys={"pipeline", *STORE_NAMES},
         automation_condition=parity_after_new_partitions(
             [key for s in GATED_STORES for key in STORE_ASSETS[s].keys]
         ),
@@ -83,15 +81,10 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
             "plots, `report` the whole report."
         ),
     )
-    def parity_report(
-        context: dg.AssetExecutionContext,
-        pipeline: PipelineResource,
-        pgvector: PgVectorResource,
-        chroma: ChromaResource,
-        qdrant: QdrantResource,
-    ) -> dg.MaterializeResult:
+    def parity_report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        pipeline = context.resources.pipeline
         settings = pipeline.settings()
-        resources = {PGVECTOR: pgvector, CHROMA: chroma, QDRANT: qdrant}
+        resources = store_resources(context)
         # a retired store is not opened: its files may be gone (the oracle stands in for it)
         with open_stores(**{name: resources[name] for name in written_stores(settings)}) as opened:
             report = run_report(settings, pipeline.query_embedder(), opened)
@@ -103,7 +96,9 @@ def build_parity_report(stores: Sequence[str]) -> dg.AssetsDefinition:
         for store, why in report.unavailable.items():
             context.log.warning(f"{store} was not evaluated (it does not block the flip): {why}")
         window = judge(REPORT_SOURCE, report.report_id, gates_from_dicts(report.gates))
-        watched = watch(settings, window, "dagster:parity_report", pgvector.resolved_dsn())
+        watched = watch(
+            settings, window, "dagster:parity_report", resources[PGVECTOR].resolved_dsn()
+        )
         log_watch(context, watched)
         return dg.MaterializeResult(
             metadata={

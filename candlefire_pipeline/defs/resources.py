@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 from pathlib import Path
+from typing import ClassVar
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -9,7 +10,7 @@ from pydantic import PrivateAttr
 from candlefire_pipeline.backends.factory import opened_backend, resolve_dsn
 from candlefire_pipeline.embedding import EmbeddingCache, embedder_for, stage_embedder
 from candlefire_pipeline.settings import Settings
-from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
+from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT, STORE_NAMES
 
 
 class SettingsResource(dg.ConfigurableResource):
@@ -68,68 +69,61 @@ def for_generation(settings: Settings, generation=None) -> Settings:
     return generation_settings(settings, generation)
 
 
-class PgVectorResource(SettingsResource):
-    """The pgvector store: the server at `dsn`, or the embedded one under the data dir.
+class StoreResource(SettingsResource):
+    """A store: each field set overrides the setting `<prefix><field>`, so the store's
+    parameters live in one place (settings) and a field left unset keeps the environment's."""
 
-    Fields left unset come from settings, so the store's parameters live in one place.
-    """
-
-    dsn: str | None = None
-    table: str | None = None
+    #: the store's name (backends/factory opens it by name)
+    store: ClassVar[str]
+    #: what its settings' names start with
+    prefix: ClassVar[str]
 
     def configured(self, settings: Settings) -> Settings:
-        return replace(
-            settings, pg_dsn=self.dsn or settings.pg_dsn, pg_table=self.table or settings.pg_table
-        )
+        names = {field: f"{self.prefix}{field}" for field in type(self).model_fields}
+        given = {name: value for field, name in names.items() if (value := getattr(self, field))}
+        return replace(settings, **given)
+
+    def open(self, generation=None):
+        """The store of a generation's target (None: the default generation's), opened."""
+        return opened_backend(self.store, for_generation(self.settings(), generation))
+
+
+class PgVectorResource(StoreResource):
+    """The pgvector store: the server at `dsn`, or the embedded one under the data dir."""
+
+    store, prefix = PGVECTOR, "pg_"
+    dsn: str | None = None
+    table: str | None = None
 
     def resolved_dsn(self) -> str:
         return resolve_dsn(self.settings())
 
-    def open(self, generation=None):
-        return opened_backend(PGVECTOR, for_generation(self.settings(), generation))
 
-
-class ChromaResource(SettingsResource):
+class ChromaResource(StoreResource):
     """The Chroma store: an HTTP server when `host` is set, else the folder under the data dir.
 
     `token` (the proxy's bearer token) is a secret: build_resources passes an EnvVar.
     """
 
+    store, prefix = CHROMA, "chroma_"
     host: str | None = None
     port: int | None = None
     collection: str | None = None
     token: str | None = None
 
-    def configured(self, settings: Settings) -> Settings:
-        return replace(
-            settings,
-            chroma_host=self.host or settings.chroma_host,
-            chroma_port=self.port or settings.chroma_port,
-            chroma_collection=self.collection or settings.chroma_collection,
-            chroma_token=self.token or settings.chroma_token,
-        )
 
-    def open(self, generation=None):
-        return opened_backend(CHROMA, for_generation(self.settings(), generation))
-
-
-class QdrantResource(SettingsResource):
+class QdrantResource(StoreResource):
     """The Qdrant store: a server when `url` is set, else local mode in the data dir's folder."""
 
+    store, prefix = QDRANT, "qdrant_"
     url: str | None = None
     api_key: str | None = None
     collection: str | None = None
 
-    def configured(self, settings: Settings) -> Settings:
-        return replace(
-            settings,
-            qdrant_url=self.url or settings.qdrant_url,
-            qdrant_api_key=self.api_key or settings.qdrant_api_key,
-            qdrant_collection=self.collection or settings.qdrant_collection,
-        )
 
-    def open(self, generation=None):
-        return opened_backend(QDRANT, for_generation(self.settings(), generation))
+def store_resources(context) -> dict[str, StoreResource]:
+    """Every store's resource by store name, from a step that requires them all."""
+    return {name: getattr(context.resources, name) for name in STORE_NAMES}
 
 
 def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
