@@ -108,17 +108,9 @@ def _batch_vectors(
     keys = [text_key(document) for document in documents]
     texts = dict(zip(keys, documents, strict=True))
     known = _cached(cache, embedder, texts, dict(zip(keys, hashes, strict=True)))
-    misses = {key: text for key, text in texts.items() if key not in known}
-    if misses:
-        started = time.perf_counter()
-        fresh = _embed_longest_first(embedder, list(misses.values()))
-        timer[0] += time.perf_counter() - started
-        cache.put_many(embedder.model_id, list(misses), fresh)
-        known.update(zip(misses, fresh, strict=True))
-    out = np.empty((len(keys), embedder.dim), dtype=np.float32)
-    for row, key in enumerate(keys):
-        out[row] = known[key]
-    return out, len(misses)
+    # one slice: a record batch is the unit the stage writes and resumes by
+    encoded = _embed_misses(embedder, cache, texts, known, max(len(texts), 1), timer)
+    return _in_order(keys, known, embedder.dim), encoded
 
 
 def embed_texts(
@@ -129,16 +121,38 @@ def embed_texts(
     keys = [text_key(text) for text in texts]
     unique = dict(zip(keys, texts, strict=True))
     known = _cached(cache, embedder, unique, {})
-    misses = [key for key in unique if key not in known]
+    encoded = _embed_misses(embedder, cache, unique, known, slice_size)
+    return _in_order(keys, known, embedder.dim), encoded
+
+
+def _embed_misses(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts: dict[str, str],
+    known: dict[str, np.ndarray],
+    slice_size: int,
+    timer: list[float] | None = None,
+) -> int:
+    """Embed the texts `known` lacks into it and the cache, slice by slice (an interrupted call
+    keeps what it cached); how many were encoded. `timer[0]` adds the model's time."""
+    misses = [key for key in texts if key not in known]
     for start in range(0, len(misses), slice_size):
         part = misses[start : start + slice_size]
-        fresh = _embed_longest_first(embedder, [unique[key] for key in part])
+        started = time.perf_counter()
+        fresh = _embed_longest_first(embedder, [texts[key] for key in part])
+        if timer is not None:
+            timer[0] += time.perf_counter() - started
         cache.put_many(embedder.model_id, part, fresh)
         known.update(zip(part, fresh, strict=True))
-    out = np.empty((len(keys), embedder.dim), dtype=np.float32)
+    return len(misses)
+
+
+def _in_order(keys: list[str], known: dict[str, np.ndarray], dim: int) -> np.ndarray:
+    """The vectors of `keys`, one row each, in order."""
+    out = np.empty((len(keys), dim), dtype=np.float32)
     for row, key in enumerate(keys):
         out[row] = known[key]
-    return out, len(misses)
+    return out
 
 
 def _embedding_table(
