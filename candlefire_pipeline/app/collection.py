@@ -19,7 +19,7 @@ from candlefire_pipeline.app.shadow import CallShadow
 from candlefire_pipeline.app.stores import open_store
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.generations.lifecycle import generation_embedder
-from candlefire_pipeline.operations.serving.follow import SwitchFollower
+from candlefire_pipeline.operations.serving.follow import FollowsSwitch, SwitchFollower
 from candlefire_pipeline.operations.serving.state import Target
 from candlefire_pipeline.settings import Settings
 
@@ -60,7 +60,7 @@ def _close(store) -> None:
     store.close()
 
 
-class ServingCollection:
+class ServingCollection(FollowsSwitch):
     """count / get / query of chromadb 1.5's Collection, on the store the switch serves."""
 
     def __init__(self, settings: Settings, embedder=None, opener=open_store, shadow=None) -> None:
@@ -110,15 +110,6 @@ class ServingCollection:
         if target.generation == DEFAULT_NAME:
             seconds = time.perf_counter() - started
             self._shadow.offer(target.backend, call, vectors, answer, seconds)
-
-    def close(self) -> None:
-        self._follower.close()
-
-    def __enter__(self) -> ServingCollection:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __getattr__(self, name: str):
         raise AttributeError(

@@ -20,7 +20,11 @@ from collections.abc import Callable, Sequence
 from candlefire_pipeline.backends.base import VectorBackend
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
-from candlefire_pipeline.operations.serving.follow import ServingRefusedError, SwitchFollower
+from candlefire_pipeline.operations.serving.follow import (
+    FollowsSwitch,
+    ServingRefusedError,
+    SwitchFollower,
+)
 from candlefire_pipeline.operations.serving.state import ServingState, Target
 from candlefire_pipeline.operations.shadow.served import (
     ShadowWorker,
@@ -40,7 +44,7 @@ def _listed(terms: Sequence[str] | None) -> list[str] | None:
     return None if terms is None else list(terms)
 
 
-class ServingReader:
+class ServingReader(FollowsSwitch):
     """Retriever for the backend the switch names; reopens the backend when the switch changes."""
 
     def __init__(
@@ -120,15 +124,6 @@ class ServingReader:
         backend = self._opener(target.backend, view)
         return Retriever(backend, embedder, self.settings.retrieval, self.reranker,
                          self.vector_cache)  # fmt: skip
-
-    def close(self) -> None:
-        self._follower.close()
-
-    def __enter__(self) -> ServingReader:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _close_retriever(retriever: Retriever) -> None:

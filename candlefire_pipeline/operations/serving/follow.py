@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.generations.view import generation_settings
@@ -162,3 +162,18 @@ class SwitchFollower(Generic[Served]):
     def close(self) -> None:
         self._release()
         self.target = None
+
+
+class FollowsSwitch:
+    """An app-facing read path: it serves through its SwitchFollower and closes with it."""
+
+    _follower: SwitchFollower
+
+    def close(self) -> None:
+        self._follower.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
