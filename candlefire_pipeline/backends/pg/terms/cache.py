@@ -55,13 +55,20 @@ class CacheParams:
 
 @dataclass
 class CacheStats:
-    """This process's counts: texts answered from the cache, computed, kept."""
+    """This process's counts: texts answered from the cache or computed (per kind), kept."""
 
-    hits: int = 0
-    misses: int = 0
+    #: kind -> [texts answered from the cache, texts computed]
+    by_kind: dict[str, list[int]] = field(default_factory=lambda: {KEYWORD: [0, 0], ENTITY: [0, 0]})
     kept: int = 0
     not_kept: int = 0
-    by_kind: dict[str, list[int]] = field(default_factory=lambda: {KEYWORD: [0, 0], ENTITY: [0, 0]})
+
+    @property
+    def hits(self) -> int:
+        return sum(answered for answered, _ in self.by_kind.values())
+
+    @property
+    def misses(self) -> int:
+        return sum(computed for _, computed in self.by_kind.values())
 
     @property
     def hit_rate(self) -> float:
@@ -226,8 +233,6 @@ class TermCache:
             self.stats.not_kept += len(entries)
 
     def _count(self, kind: str, hits: int, misses: int) -> None:
-        self.stats.hits += hits
-        self.stats.misses += misses
         self.stats.by_kind[kind][0] += hits
         self.stats.by_kind[kind][1] += misses
 
