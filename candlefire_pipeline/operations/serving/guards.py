@@ -3,6 +3,9 @@ a state and its evidence, None when it holds, else why not (operations/serving/m
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from candlefire_pipeline.generations.identity import DEFAULT_NAME, LIVE
 from candlefire_pipeline.operations.serving.proofs import days_between, parse_time
 from candlefire_pipeline.operations.serving.state import Evidence, ServingState, Window
@@ -124,13 +127,23 @@ def _all_clear(state: ServingState, evidence: Evidence) -> str | None:
     return f"still failing: {', '.join(others)}" if others else None
 
 
-def _no_soak(evidence: Evidence) -> str | None:
-    return None if evidence.soak else "no soak evidence: `candlefire retire` gathers it"
+Guard = Callable[[ServingState, Evidence], str | None]
 
 
+def _needs_soak(guard: Guard) -> Guard:
+    """A guard of retirement's soak: without soak evidence it says so and judges nothing else."""
+
+    @functools.wraps(guard)
+    def judged(state: ServingState, evidence: Evidence) -> str | None:
+        if not evidence.soak:
+            return "no soak evidence: `candlefire retire` gathers it"
+        return guard(state, evidence)
+
+    return judged
+
+
+@_needs_soak
 def _soaked(state: ServingState, evidence: Evidence) -> str | None:
-    if (missing := _no_soak(evidence)) is not None:
-        return missing
     soak = evidence.soak
     if state.generation != DEFAULT_NAME:
         return (
@@ -148,9 +161,8 @@ def _soaked(state: ServingState, evidence: Evidence) -> str | None:
     )
 
 
+@_needs_soak
 def _windows_passed(state: ServingState, evidence: Evidence) -> str | None:
-    if (missing := _no_soak(evidence)) is not None:
-        return missing
     soak = evidence.soak
     if not soak.failed:
         return None
@@ -161,9 +173,8 @@ def _windows_passed(state: ServingState, evidence: Evidence) -> str | None:
     )
 
 
+@_needs_soak
 def _report_in_soak(state: ServingState, evidence: Evidence) -> str | None:
-    if (missing := _no_soak(evidence)) is not None:
-        return missing
     started = parse_time(evidence.started_at)
     if evidence.report_id is None or (started is not None and started >= evidence.soak.began):
         return None  # no report at all: gates_pass says so
