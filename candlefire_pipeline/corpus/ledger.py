@@ -96,8 +96,7 @@ class StoreLedger:
 
     def passed_over(self) -> list[str]:
         """Batch keys the store's step left unwritten while the store was retired, in order."""
-        markers = Path(self.batches_dir).glob(f"*/{self.passed_over_marker}")
-        return sorted(m.parent.name for m in markers)
+        return self._marked(self.passed_over_marker)
 
     def pass_over(self, batch_key: str, record: dict) -> None:
         """The store is retired: its step writes nothing and records that it passed over."""
@@ -111,8 +110,7 @@ class StoreLedger:
 
     def interrupted(self) -> list[str]:
         """Batch keys whose last apply began writing and never completed, in order."""
-        markers = Path(self.batches_dir).glob(f"*/{self.intent_marker}")
-        return sorted(m.parent.name for m in markers)
+        return self._marked(self.intent_marker)
 
     def begin(self, batch_key: str, record: dict) -> None:
         """Before the first write of an apply: what the next apply must finish if this one dies."""
@@ -130,6 +128,10 @@ class StoreLedger:
     def expected_chunks(self) -> dict[str, str]:
         """chunk_id -> content_hash the store should hold: the current versions of its batches."""
         return expected_chunks(self.batches_dir, self.applied())
+
+    def _marked(self, marker: str) -> list[str]:
+        """Batch keys whose directory holds `marker`, in order."""
+        return sorted(m.parent.name for m in Path(self.batches_dir).glob(f"*/{marker}"))
 
     def _write(self, batch_key: str, marker: str, record: dict) -> None:
         write_atomic(Path(self.batches_dir) / batch_key / marker, json.dumps(record, indent=2))
