@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -99,3 +99,22 @@ def env_positive_float(name: str, default: float) -> float:
     if not value > 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     return value
+
+
+def env_fields(
+    section: type,
+    variables: Mapping[str, str],
+    choices: Mapping[str, Collection[str]] | None = None,
+) -> dict:
+    """Fields of a settings section from their variables (`variables`: field -> variable), each
+    read as the type of the field's default (bool, int, float or str; a field with `choices`
+    lower-cased and one of them); an unset variable keeps the default."""
+    readers = {bool: env_bool, int: env_int, float: env_float, str: env_str}
+    values = {}
+    for field, variable in variables.items():
+        default = getattr(section, field)
+        if choices and field in choices:
+            values[field] = env_choice(variable, default, choices[field])
+        else:
+            values[field] = readers[type(default)](variable, default)
+    return values

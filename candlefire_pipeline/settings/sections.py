@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from candlefire_pipeline.settings.env import (
     check_between,
     check_choice,
-    env_float,
+    env_fields,
     env_int,
     env_positive_int,
     env_str,
@@ -183,9 +183,5 @@ class ParityThresholds:
 
     @classmethod
     def from_env(cls) -> ParityThresholds:
-        values = {}
-        for name, (variable, _, _) in THRESHOLD_RANGES.items():
-            default = getattr(cls, name)
-            read = env_int if isinstance(default, int) else env_float
-            values[name] = read(variable, default)
-        return cls(**values)
+        variables = {name: variable for name, (variable, _, _) in THRESHOLD_RANGES.items()}
+        return cls(**env_fields(cls, variables))

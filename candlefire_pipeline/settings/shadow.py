@@ -5,18 +5,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from candlefire_pipeline.settings.env import env_bool, env_float, env_int, env_str
+from candlefire_pipeline.settings.env import env_fields
 
 #: CPU priority of the shadow worker process: idle = SCHED_IDLE (only CPU nobody else wants),
 #: nice = nice 19 (a small share even on a busy machine), normal = as the app.
 WORKER_PRIORITIES = ("idle", "nice", "normal")
 
-#: name -> (lowest, highest) of the integer settings, checked when the section is built
-_INT_RANGES = {
-    "queue_size": ("CANDLEFIRE_SHADOW_QUEUE", 1, 10_000),
-    "window_minutes": ("CANDLEFIRE_SHADOW_WINDOW_MINUTES", 5, 7 * 24 * 60),
-    "retention_days": ("CANDLEFIRE_SHADOW_RETENTION_DAYS", 1, 3650),
+#: field -> the variable it is read from
+_VARIABLES = {
+    "rate": "CANDLEFIRE_SHADOW_RATE",
+    "keep_text": "CANDLEFIRE_SHADOW_KEEP_TEXT",
+    "queue_size": "CANDLEFIRE_SHADOW_QUEUE",
+    "window_minutes": "CANDLEFIRE_SHADOW_WINDOW_MINUTES",
+    "cron": "CANDLEFIRE_SHADOW_CRON",
+    "retention_days": "CANDLEFIRE_SHADOW_RETENTION_DAYS",
+    "priority": "CANDLEFIRE_SHADOW_PRIORITY",
 }
+#: field -> (lowest, highest) of the integer settings, checked when the section is built
+_INT_RANGES = {"queue_size": (1, 10_000), "window_minutes": (5, 7 * 24 * 60),
+               "retention_days": (1, 3650)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,10 +51,12 @@ class ShadowSettings:
                 f"CANDLEFIRE_SHADOW_PRIORITY must be one of {', '.join(WORKER_PRIORITIES)}, "
                 f"got {self.priority!r}"
             )
-        for name, (variable, low, high) in _INT_RANGES.items():
+        for name, (low, high) in _INT_RANGES.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(f"{variable} must be between {low} and {high}, got {value!r}")
+                raise ValueError(
+                    f"{_VARIABLES[name]} must be between {low} and {high}, got {value!r}"
+                )
 
     @property
     def enabled(self) -> bool:
@@ -55,12 +64,4 @@ class ShadowSettings:
 
     @classmethod
     def from_env(cls) -> ShadowSettings:
-        return cls(
-            rate=env_float("CANDLEFIRE_SHADOW_RATE", cls.rate),
-            keep_text=env_bool("CANDLEFIRE_SHADOW_KEEP_TEXT", cls.keep_text),
-            queue_size=env_int("CANDLEFIRE_SHADOW_QUEUE", cls.queue_size),
-            window_minutes=env_int("CANDLEFIRE_SHADOW_WINDOW_MINUTES", cls.window_minutes),
-            cron=env_str("CANDLEFIRE_SHADOW_CRON", cls.cron),
-            retention_days=env_int("CANDLEFIRE_SHADOW_RETENTION_DAYS", cls.retention_days),
-            priority=env_str("CANDLEFIRE_SHADOW_PRIORITY", cls.priority).lower(),
-        )
+        return cls(**env_fields(cls, _VARIABLES, {"priority": WORKER_PRIORITIES}))

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from candlefire_pipeline.settings.env import check_between, check_choice, env_bool, env_int, env_str
+from candlefire_pipeline.settings.env import check_between, check_choice, env_fields
 
 #: "auto": a keyword variant held by more than sqrt(depth x chunks) chunks is answered by an
 #: HNSW walk filtered by the substring (approximate, like candle-fire's filtered Chroma query);
 #: "off": every holder is ranked exactly, whatever their number.
 KEYWORD_WALKS = ("auto", "off")
+#: field -> the variable it is read from
+_VARIABLES = {
+    "enabled": "CANDLEFIRE_TERM_CACHE",
+    "max_entries": "CANDLEFIRE_TERM_CACHE_ENTRIES",
+    "depth": "CANDLEFIRE_TERM_CACHE_DEPTH",
+    "keyword_walk": "CANDLEFIRE_KEYWORD_WALK",
+}
 
 
 @dataclass(frozen=True)
@@ -31,9 +38,4 @@ class TermCacheSettings:
 
     @classmethod
     def from_env(cls) -> TermCacheSettings:
-        return cls(
-            enabled=env_bool("CANDLEFIRE_TERM_CACHE", cls.enabled),
-            max_entries=env_int("CANDLEFIRE_TERM_CACHE_ENTRIES", cls.max_entries),
-            depth=env_int("CANDLEFIRE_TERM_CACHE_DEPTH", cls.depth),
-            keyword_walk=env_str("CANDLEFIRE_KEYWORD_WALK", cls.keyword_walk).lower(),
-        )
+        return cls(**env_fields(cls, _VARIABLES, {"keyword_walk": KEYWORD_WALKS}))

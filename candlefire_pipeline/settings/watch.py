@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from candlefire_pipeline.settings.env import env_bool, env_float, env_int
+from candlefire_pipeline.settings.env import env_fields
 
 #: The most consecutive failing windows the auto-rollback may wait for (the state keeps as many).
 MAX_ROLLBACK_WINDOWS = 100
 #: CANDLEFIRE_RETIRE_SOAK_DAYS: (lowest, highest) days. Like a gate threshold, the range keeps
 #: the soak from being switched off from the environment (0 would retire on no evidence).
 RETIRE_SOAK_RANGE = (1.0, 365.0)
+#: field -> the variable it is read from
+_VARIABLES = {
+    "auto_rollback": "CANDLEFIRE_AUTO_ROLLBACK",
+    "rollback_windows": "CANDLEFIRE_AUTO_ROLLBACK_WINDOWS",
+    "retire_soak_days": "CANDLEFIRE_RETIRE_SOAK_DAYS",
+}
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,4 @@ class WatchSettings:
 
     @classmethod
     def from_env(cls) -> WatchSettings:
-        return cls(
-            auto_rollback=env_bool("CANDLEFIRE_AUTO_ROLLBACK", cls.auto_rollback),
-            rollback_windows=env_int("CANDLEFIRE_AUTO_ROLLBACK_WINDOWS", cls.rollback_windows),
-            retire_soak_days=env_float("CANDLEFIRE_RETIRE_SOAK_DAYS", cls.retire_soak_days),
-        )
+        return cls(**env_fields(cls, _VARIABLES))
