@@ -21,6 +21,17 @@ RESULT_COLUMNS = tuple(f for f in RESULT_FIELDS if f != "similarity")
 SEQ_COLUMN = "seq"
 
 
+class _Suffixed:
+    """The identifier of the table's name with a suffix (its meta table, an index), as an
+    attribute of Names."""
+
+    def __init__(self, suffix: str) -> None:
+        self.suffix = suffix
+
+    def __get__(self, names, owner=None):
+        return self if names is None else names.ident(self.suffix)
+
+
 @dataclass(frozen=True)
 class Names:
     """Every identifier derived from the table name, validated once."""
@@ -37,25 +48,11 @@ class Names:
     def ident(self, suffix: str = "") -> sql.Identifier:
         return sql.Identifier(self.table + suffix)
 
-    @property
-    def meta(self) -> sql.Identifier:
-        return self.ident("_meta")
-
-    @property
-    def pkey(self) -> sql.Identifier:
-        return self.ident("_pkey")
-
-    @property
-    def btree(self) -> sql.Identifier:
-        return self.ident("_pmid_chunk")
-
-    @property
-    def hnsw(self) -> sql.Identifier:
-        return self.ident("_embedding_hnsw")
-
-    @property
-    def trgm(self) -> sql.Identifier:
-        return self.ident("_document_trgm")
+    meta = _Suffixed("_meta")
+    pkey = _Suffixed("_pkey")
+    btree = _Suffixed("_pmid_chunk")
+    hnsw = _Suffixed("_embedding_hnsw")
+    trgm = _Suffixed("_document_trgm")
 
     @property
     def lock_key(self) -> str:
