@@ -83,6 +83,26 @@ _ANOTHER_GENERATION = Rule(
     "default one",
 )
 
+
+def _failing_again(degraded: str, auto: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """A failing window while degraded: a window counts once; then the auto-rollback, or the
+    count grows."""
+    return (
+        Rule(None, (WINDOW_COUNTED,), why="this window was already counted"),
+        *auto,
+        Rule(degraded, why="still degraded: {count} failing {source} windows in a row"),
+    )
+
+
+def _recovering(degraded: str, promoted: str) -> tuple[Rule, ...]:
+    """A passing window while degraded: it clears its source; promoted once no source fails."""
+    return (
+        Rule(None, (SOURCE_CLEAR,), why="no failing {source} window to clear"),
+        Rule(promoted, (ALL_CLEAR,), why="recovered: a {source} window passed"),
+        Rule(degraded, why="still degraded: {source} recovered, another source still fails"),
+    )
+
+
 # retiring Chroma ------------------------------------------------------------------------------
 _RESTORE = (
     "chroma is retired (since {since}): a rollback has nowhere to go. Run `candlefire unretire "
@@ -132,16 +152,8 @@ TRANSITIONS: dict[tuple[str, str], Rule | tuple[Rule, ...]] = {
     # an operator who has looked re-arms the watch, on a report passing every gate
     (DEGRADED, PROMOTE): Rule(PROMOTED, (DEFAULT_SERVES, GATES_PASS)),
     (DEGRADED, ROLLBACK): _ROLLBACK,
-    (DEGRADED, WINDOW_FAILED): (
-        Rule(None, (WINDOW_COUNTED,), why="this window was already counted"),
-        *_AUTO,
-        Rule(DEGRADED, why="still degraded: {count} failing {source} windows in a row"),
-    ),
-    (DEGRADED, WINDOW_PASSED): (
-        Rule(None, (SOURCE_CLEAR,), why="no failing {source} window to clear"),
-        Rule(PROMOTED, (ALL_CLEAR,), why="recovered: a {source} window passed"),
-        Rule(DEGRADED, why="still degraded: {source} recovered, another source still fails"),
-    ),
+    (DEGRADED, WINDOW_FAILED): _failing_again(DEGRADED, _AUTO),
+    (DEGRADED, WINDOW_PASSED): _recovering(DEGRADED, PROMOTED),
     (DEGRADED, PROMOTE_GENERATION): Rule(PROMOTED, GENERATION_GUARDS),
     (PINNED, AUTO_PROMOTE): _PINNED_AUTO,
     (PINNED, PROMOTE): Rule(PROMOTED, (GATES_PASS, NEWER_THAN_PIN)),
@@ -180,18 +192,8 @@ TRANSITIONS: dict[tuple[str, str], Rule | tuple[Rule, ...]] = {
     (DEGRADED_RETIRED, AUTO_PROMOTE): Rule(None, why="already serving pgvector (degraded)"),
     (DEGRADED_RETIRED, PROMOTE): Rule(PROMOTED_RETIRED, (DEFAULT_SERVES, GATES_PASS)),
     (DEGRADED_RETIRED, ROLLBACK): _ROLLBACK_RETIRED,
-    (DEGRADED_RETIRED, WINDOW_FAILED): (
-        Rule(None, (WINDOW_COUNTED,), why="this window was already counted"),
-        *_AUTO_RETIRED,
-        Rule(DEGRADED_RETIRED, why="still degraded: {count} failing {source} windows in a row"),
-    ),
-    (DEGRADED_RETIRED, WINDOW_PASSED): (
-        Rule(None, (SOURCE_CLEAR,), why="no failing {source} window to clear"),
-        Rule(PROMOTED_RETIRED, (ALL_CLEAR,), why="recovered: a {source} window passed"),
-        Rule(
-            DEGRADED_RETIRED, why="still degraded: {source} recovered, another source still fails"
-        ),
-    ),
+    (DEGRADED_RETIRED, WINDOW_FAILED): _failing_again(DEGRADED_RETIRED, _AUTO_RETIRED),
+    (DEGRADED_RETIRED, WINDOW_PASSED): _recovering(DEGRADED_RETIRED, PROMOTED_RETIRED),
     (DEGRADED_RETIRED, PROMOTE_GENERATION): Rule(PROMOTED_RETIRED, GENERATION_GUARDS),
     (DEGRADED_RETIRED, RETIRE): _ALREADY_RETIRED,
     (DEGRADED_RETIRED, UNRETIRE): Rule(DEGRADED, (REBUILT,), why=_UNRETIRED),
