@@ -84,23 +84,32 @@ _ANOTHER_GENERATION = Rule(
 )
 
 
-def _failing_again(degraded: str, auto: tuple[Rule, ...]) -> tuple[Rule, ...]:
-    """A failing window while degraded: a window counts once; then the auto-rollback, or the
-    count grows."""
-    return (
-        Rule(None, (WINDOW_COUNTED,), why="this window was already counted"),
-        *auto,
-        Rule(degraded, why="still degraded: {count} failing {source} windows in a row"),
-    )
+#: (row, event) -> rule, or rules tried in order
+Rows = dict[tuple[str, str], Rule | tuple[Rule, ...]]
 
 
-def _recovering(degraded: str, promoted: str) -> tuple[Rule, ...]:
-    """A passing window while degraded: it clears its source; promoted once no source fails."""
-    return (
-        Rule(None, (SOURCE_CLEAR,), why="no failing {source} window to clear"),
-        Rule(promoted, (ALL_CLEAR,), why="recovered: a {source} window passed"),
-        Rule(degraded, why="still degraded: {source} recovered, another source still fails"),
-    )
+def _degraded(degraded: str, promoted: str, rollback, auto) -> Rows:
+    """A degraded state's rows, the same with and without Chroma but for where they lead:
+    `promoted`, the `rollback` rules and the `auto`-rollback ones."""
+    return {
+        (degraded, AUTO_PROMOTE): Rule(None, why="already serving pgvector (degraded)"),
+        # an operator who has looked re-arms the watch, on a report passing every gate
+        (degraded, PROMOTE): Rule(promoted, (DEFAULT_SERVES, GATES_PASS)),
+        (degraded, ROLLBACK): rollback,
+        # a window counts once; then the auto-rollback, or the count grows
+        (degraded, WINDOW_FAILED): (
+            Rule(None, (WINDOW_COUNTED,), why="this window was already counted"),
+            *auto,
+            Rule(degraded, why="still degraded: {count} failing {source} windows in a row"),
+        ),
+        # a passing window clears its source; promoted once no source fails
+        (degraded, WINDOW_PASSED): (
+            Rule(None, (SOURCE_CLEAR,), why="no failing {source} window to clear"),
+            Rule(promoted, (ALL_CLEAR,), why="recovered: a {source} window passed"),
+            Rule(degraded, why="still degraded: {source} recovered, another source still fails"),
+        ),
+        (degraded, PROMOTE_GENERATION): Rule(promoted, GENERATION_GUARDS),
+    }
 
 
 # retiring Chroma ------------------------------------------------------------------------------
@@ -132,7 +141,7 @@ _UNRETIRED = "{rebuilt}: a rollback target again"
 #: (row, event) -> rule, or rules tried in order (the first whose guards all pass applies;
 #: when none does, the event is refused with every guard's reason). Every pair is listed;
 #: tests walk this table.
-TRANSITIONS: dict[tuple[str, str], Rule | tuple[Rule, ...]] = {
+TRANSITIONS: Rows = {
     (INITIAL, AUTO_PROMOTE): Rule(PROMOTED, (GATES_PASS,)),
     (INITIAL, PROMOTE): Rule(PROMOTED, (GATES_PASS,)),
     (INITIAL, ROLLBACK): Rule(PINNED),
@@ -148,13 +157,7 @@ TRANSITIONS: dict[tuple[str, str], Rule | tuple[Rule, ...]] = {
     (PROMOTED, WINDOW_FAILED): (*_AUTO, Rule(DEGRADED, why="degraded: a {source} window failed")),
     (PROMOTED, WINDOW_PASSED): Rule(None, why="healthy: nothing to clear"),
     (PROMOTED, PROMOTE_GENERATION): Rule(PROMOTED, GENERATION_GUARDS),
-    (DEGRADED, AUTO_PROMOTE): Rule(None, why="already serving pgvector (degraded)"),
-    # an operator who has looked re-arms the watch, on a report passing every gate
-    (DEGRADED, PROMOTE): Rule(PROMOTED, (DEFAULT_SERVES, GATES_PASS)),
-    (DEGRADED, ROLLBACK): _ROLLBACK,
-    (DEGRADED, WINDOW_FAILED): _failing_again(DEGRADED, _AUTO),
-    (DEGRADED, WINDOW_PASSED): _recovering(DEGRADED, PROMOTED),
-    (DEGRADED, PROMOTE_GENERATION): Rule(PROMOTED, GENERATION_GUARDS),
+    **_degraded(DEGRADED, PROMOTED, _ROLLBACK, _AUTO),
     (PINNED, AUTO_PROMOTE): _PINNED_AUTO,
     (PINNED, PROMOTE): Rule(PROMOTED, (GATES_PASS, NEWER_THAN_PIN)),
     (PINNED, ROLLBACK): Rule(PINNED),  # a new pin replaces the old one (new reason, new time)
@@ -189,12 +192,7 @@ TRANSITIONS: dict[tuple[str, str], Rule | tuple[Rule, ...]] = {
     (PROMOTED_RETIRED, PROMOTE_GENERATION): Rule(PROMOTED_RETIRED, GENERATION_GUARDS),
     (PROMOTED_RETIRED, RETIRE): _ALREADY_RETIRED,
     (PROMOTED_RETIRED, UNRETIRE): Rule(PROMOTED, (REBUILT,), why=_UNRETIRED),
-    (DEGRADED_RETIRED, AUTO_PROMOTE): Rule(None, why="already serving pgvector (degraded)"),
-    (DEGRADED_RETIRED, PROMOTE): Rule(PROMOTED_RETIRED, (DEFAULT_SERVES, GATES_PASS)),
-    (DEGRADED_RETIRED, ROLLBACK): _ROLLBACK_RETIRED,
-    (DEGRADED_RETIRED, WINDOW_FAILED): _failing_again(DEGRADED_RETIRED, _AUTO_RETIRED),
-    (DEGRADED_RETIRED, WINDOW_PASSED): _recovering(DEGRADED_RETIRED, PROMOTED_RETIRED),
-    (DEGRADED_RETIRED, PROMOTE_GENERATION): Rule(PROMOTED_RETIRED, GENERATION_GUARDS),
+    **_degraded(DEGRADED_RETIRED, PROMOTED_RETIRED, _ROLLBACK_RETIRED, _AUTO_RETIRED),
     (DEGRADED_RETIRED, RETIRE): _ALREADY_RETIRED,
     (DEGRADED_RETIRED, UNRETIRE): Rule(DEGRADED, (REBUILT,), why=_UNRETIRED),
     (PINNED_PGVECTOR_RETIRED, AUTO_PROMOTE): _PINNED_AUTO,
