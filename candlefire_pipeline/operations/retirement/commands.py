@@ -42,6 +42,7 @@ from candlefire_pipeline.operations.serving.machine import (
     Evidence,
     Outcome,
     read_state,
+    require_reason,
     sync_history,
     transition,
 )
@@ -91,8 +92,7 @@ def retire(
     """Stop writing `store` if the soak's evidence holds (judged at `now`); with delete_files,
     once it is retired (now or before), export its ledger state and delete its files."""
     check_retirable(store)
-    if not reason or not reason.strip():
-        raise ValueError("retire needs a reason (--reason)")
+    require_reason("retire", reason)
     current = read_state(settings.serving_file)
     try:
         dsn = resolve_dsn(settings)
@@ -156,8 +156,7 @@ def unretire(
 ) -> Outcome:
     """Rebuild `store` from the ledger, check it, and only then make it a rollback target."""
     check_retirable(store)
-    if not reason or not reason.strip():
-        raise ValueError("unretire needs a reason (--reason)")
+    require_reason("unretire", reason)
     actor = actor or operator()
     if store not in read_state(settings.serving_file).retired:  # nothing to rebuild
         return transition(settings, UNRETIRE, reason, actor, dsn=history_dsn(settings))

@@ -30,6 +30,7 @@ from candlefire_pipeline.operations.serving.machine import (
     Outcome,
     ServingState,
     read_state,
+    require_reason,
     transition,
 )
 from candlefire_pipeline.parity.gates import failed
@@ -96,8 +97,7 @@ def promote(
     Refuses, writing nothing, unless pgvector answers and the latest report (a new one when
     run_new_report) passes every gate and started after the pin.
     """
-    if not reason or not reason.strip():
-        raise ValueError("promote needs a reason (--reason)")
+    require_reason("promote", reason)
     current = read_state(settings.serving_file)
     try:
         dsn = resolve_dsn(settings)

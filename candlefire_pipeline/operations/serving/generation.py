@@ -28,6 +28,7 @@ from candlefire_pipeline.operations.serving.machine import (
     Outcome,
     Target,
     read_state,
+    require_reason,
     transition,
 )
 from candlefire_pipeline.settings import Settings
@@ -61,8 +62,7 @@ def promote_generation(
     comparison was made against what serves now, passes every gate now and (from a pin)
     started after the pin.
     """
-    if not reason or not reason.strip():
-        raise ValueError("promote needs a reason (--reason)")
+    require_reason("promote", reason)
     current = read_state(settings.serving_file)
     if backend != PROMOTION_BACKEND:
         return refusal(PROMOTE_GENERATION, current, (

@@ -168,6 +168,12 @@ def _current(settings: Settings, event: str) -> ServingState:
         return ServingState(state=PROMOTED, retired=salvaged_retirement(settings.serving_file))
 
 
+def require_reason(verb: str, reason: str) -> None:
+    """Every change of the switch is recorded with why: a blank reason is refused up front."""
+    if not reason or not reason.strip():
+        raise ValueError(f"{verb} needs a reason (--reason)")
+
+
 def transition(
     settings: Settings,
     event: str,
@@ -178,8 +184,7 @@ def transition(
 ) -> Outcome:
     """Decide under the switch lock; on a change write the file (atomically) and queue the
     history entry, then insert the queued history into Postgres at `dsn` if it answers."""
-    if not reason or not reason.strip():
-        raise ValueError(f"{event} needs a reason (--reason)")
+    require_reason(event, reason)
     with switch_lock(settings):
         current = _current(settings, event)
         evidence = _registry_now(settings, event, evidence)
