@@ -17,6 +17,7 @@ from psycopg import sql
 from benchmarks.load.rows import python_rows
 from candlefire_pipeline.backends.common import embedding_matrix, rows_dim
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
+from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 
@@ -141,7 +142,7 @@ class PgLoads:
         self._serial += 1
         names = pg_sql.Names(f"{prefix}_{self._serial}")
         self.drop(names)
-        self.conn.execute(pg_sql.create_table(names, self.dim))
+        self.conn.execute(pg_ddl.create_table(names, self.dim))
         return names
 
     def drop(self, names: pg_sql.Names) -> None:

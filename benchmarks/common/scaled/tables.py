@@ -22,7 +22,7 @@ from psycopg import sql
 from benchmarks.common.scaled.corpus import ScaleCorpus, build_corpus
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
-from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.backends.pg.layout import AnnParams, Layout
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams
@@ -129,7 +129,7 @@ def load_table(dsn: str, embedder, size: int, memory: ServerMemory) -> tuple[Sca
         _timed(build, "primary key", lambda: pg_bulk.restore_primary_key(conn, names))
         # as a first build of the default layout sizes it (pg_bulk.build_memory_mb)
         pg_bulk.use_build_resources(conn, pg_bulk.build_memory_mb(size, embedder.dim, "vector"))
-        btree, trigram, _ = pg_sql.create_indexes(names, store.hnsw_m, store.hnsw_ef_construction)
+        btree, trigram, _ = pg_ddl.create_indexes(names, store.hnsw_m, store.hnsw_ef_construction)
         _timed(build, "btree", lambda: conn.execute(btree))
         _timed(build, "trigram GIN", lambda: conn.execute(trigram))
         build.peak_memory["indexes"] = memory.phase_peak()
@@ -156,7 +156,7 @@ def build_ann(dsn: str, size: int, layout: str, memory: ServerMemory) -> PgBuild
     conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(names.hnsw))
     dim = int(conn.execute(sql.SQL("SELECT dim FROM {}").format(names.meta)).fetchone()[0])
     shape = Layout.of(LAYOUTS[layout])
-    statement = pg_sql.create_indexes(names, store.hnsw_m, store.hnsw_ef_construction, shape, dim)[
+    statement = pg_ddl.create_indexes(names, store.hnsw_m, store.hnsw_ef_construction, shape, dim)[
         -1
     ]
     memory_mb = pg_bulk.build_memory_mb(size, dim, shape.indexed_type)

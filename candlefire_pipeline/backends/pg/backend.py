@@ -15,6 +15,7 @@ from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import RowProgress
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
 from candlefire_pipeline.backends.pg import copy as pg_copy
+from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.connect import open_connection
@@ -138,8 +139,8 @@ class PgVectorBackend(PgReads):
                 log.info("adding the term cache to %s", self.names.table)
                 self._create_term_cache(dim)
             return False
-        self.conn.execute(pg_sql.create_meta(self.names))
-        self.conn.execute(pg_sql.create_table(self.names, dim, self.layout))
+        self.conn.execute(pg_ddl.create_meta(self.names))
+        self.conn.execute(pg_ddl.create_table(self.names, dim, self.layout))
         self._create_indexes(dim)
         self.conn.execute(
             sql.SQL("INSERT INTO {m} (model_id, dim) VALUES (%s, %s)").format(m=self.names.meta),
@@ -225,7 +226,7 @@ class PgVectorBackend(PgReads):
 
     def _index_statements(self, dim: int) -> list[sql.Composed]:
         m, ef_construction = self.hnsw_m, self.hnsw_ef_construction
-        return pg_sql.create_indexes(self.names, m, ef_construction, self.layout, dim)
+        return pg_ddl.create_indexes(self.names, m, ef_construction, self.layout, dim)
 
     def delete_papers(self, pmids: Sequence[str]) -> int:
         if not pmids or self._ready_model() is None:

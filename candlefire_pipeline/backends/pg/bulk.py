@@ -18,6 +18,7 @@ import pyarrow as pa
 from psycopg import sql
 
 from candlefire_pipeline.backends.base import RowProgress
+from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.copy import HEADER, TRAILER, copy_slices
 
@@ -57,7 +58,7 @@ def copy_rows(
     interleaves the two in 32 KB steps. Arrow and numpy release the GIL, so a thread overlaps them.
     `progress` gets the rows sent so far after each slice, on the caller's thread.
     """
-    statement = pg_sql.copy_into(names, freeze)
+    statement = pg_ddl.copy_into(names, freeze)
     slices = copy_slices(rows, COPY_SLICE_ROWS)
     with conn.cursor() as cur, cur.copy(statement) as copy:
         copy.write(HEADER)
@@ -103,7 +104,7 @@ def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
 def strip_table(conn: psycopg.Connection, names: pg_sql.Names) -> None:
     """Empty the table into a new file and drop every index, the primary key's too."""
     conn.execute(sql.SQL("TRUNCATE {t}").format(t=names.ident()))
-    for statement in pg_sql.drop_indexes(names):
+    for statement in pg_ddl.drop_indexes(names):
         conn.execute(statement)
     conn.execute(
         sql.SQL("ALTER TABLE {t} DROP CONSTRAINT IF EXISTS {k}").format(

@@ -26,7 +26,8 @@ import psycopg
 from psycopg import sql
 
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
-from candlefire_pipeline.backends.pg.sql import SEQ_COLUMN, Names, seq_column
+from candlefire_pipeline.backends.pg.ddl import seq_column
+from candlefire_pipeline.backends.pg.sql import SEQ_COLUMN, Names
 
 log = logging.getLogger(__name__)
 
