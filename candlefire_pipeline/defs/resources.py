@@ -1,6 +1,6 @@
 """Resources: thin wrappers that turn settings into core objects."""
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -70,8 +70,9 @@ def for_generation(settings: Settings, generation=None) -> Settings:
 
 
 class StoreResource(SettingsResource):
-    """A store: each field set overrides the setting `<prefix><field>`, so the store's
-    parameters live in one place (settings) and a field left unset keeps the environment's."""
+    """A store: each field named after a setting (`<prefix><field>`) overrides it when set, so
+    the store's parameters live in one place (settings) and a field left unset keeps the
+    environment's; a field that names no setting (a subclass's own) is not one."""
 
     #: the store's name (backends/factory opens it by name)
     store: ClassVar[str]
@@ -79,8 +80,12 @@ class StoreResource(SettingsResource):
     prefix: ClassVar[str]
 
     def configured(self, settings: Settings) -> Settings:
-        names = {field: f"{self.prefix}{field}" for field in type(self).model_fields}
-        given = {name: value for field, name in names.items() if (value := getattr(self, field))}
+        known = {setting.name for setting in fields(settings)}
+        given = {}
+        for field in type(self).model_fields:
+            name, value = f"{self.prefix}{field}", getattr(self, field)
+            if value and name in known:
+                given[name] = value
         return replace(settings, **given)
 
     def open(self, generation=None):
