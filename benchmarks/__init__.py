@@ -6,6 +6,6 @@ topic's `benchmark` module declares. Topics: load (bulk loads, first builds, inc
 drops), embedding (stage, peak RSS, runtimes), throughput (per core, Ray, one shared reader),
 retrieval (quality, latency, layouts, per-stage effort, Qdrant local mode), scale (the cost
 curve, SCALE.md's inputs, bytes per row), filters, churn, cold_start, shadow, generations, app
-(candle-fire's search path through open_collection()).
+(candle-fire's search path through open_collection()), retirement (the way back: unretire).
 `common` holds what they share: measurement, the docs section, the options, the workload.
 """
