@@ -88,7 +88,8 @@ def test_the_search_path_answers_alike_on_every_conformance_query(
             assert got.paper == expected.paper, where
             grounded += sum(corpus for corpus, _ in got.grounding.values())
             cited += len(got.texts)
-    assert embedder.calls == served.calls["query"]  # one embedder call per query()
+    # at most one embedder call per query(): a text embedded before comes from the vector cache
+    assert 0 < embedder.calls <= served.calls["query"]
     calls = {kind: round(n / 110, 1) for kind, n in served.calls.items()}
     print(f"per request: {calls} calls; {embedder.calls / 110:.1f} embedder calls")
     assert len(conformance.queries) == 110
