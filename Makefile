@@ -1,4 +1,4 @@
-# make demo | make test | make lint | make ui — each creates .venv when it is missing.
+# make demo | make test | make check | make lint | make ui — each creates .venv when it is missing.
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -7,7 +7,12 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test lint format ui install browser clean
+.PHONY: demo test check lint format ui install browser clean
+
+#: pytest-xdist workers of `make test`: the suite mostly waits (on Postgres, Chroma, the Dagster
+#: daemon, a browser), so three workers keep two cores busy; the Ray tests share one worker
+#: (xdist_group, conftest.py).
+TEST_WORKERS ?= 3
 
 install: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
@@ -32,7 +37,12 @@ demo: install
 	$(BIN)/candlefire demo
 
 test: install browser
-	$(BIN)/pytest -q -ra --durations=15 $(PYTEST_ARGS)
+	$(BIN)/pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The inner loop before a commit: lint, then every test that starts no server or process and
+# loads no model (marker `server`, conftest.py).
+check: lint
+	$(BIN)/pytest -q -ra -m "not server" -n 2 $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from candlefire_pipeline.operations.parity import latest_evaluation
 from candlefire_pipeline.operations.serving.machine import ServingState, read_state
-from candlefire_pipeline.parity.gates import GateResult
+from candlefire_pipeline.parity.gate_result import GateResult, gate_figures
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import STORE_NAMES
 
@@ -106,23 +105,16 @@ def step_lines(materialized: Mapping[str, Mapping], checks: Mapping[str, bool]) 
     return lines
 
 
-def _figure(value: float) -> str:
-    if value >= 1e9:  # an epoch time (the freshness gate compares report and batch times)
-        return time.strftime("%m-%d %H:%M:%S", time.gmtime(value))
-    return f"{value:.4g}"
-
-
 def _gate_rows(gates: Sequence[GateResult]) -> list[str]:
     if not gates:
         return ["  gates: no parity report yet"]
-    width = max(NAME_WIDTH, *(len(g.name) for g in gates))
-    rows = [f"  {'gate':<{width}} {'value':>14} {'threshold':>14}  result"]
-    for g in gates:
-        result = "pass" if g.passed else "FAIL"
-        rows.append(
-            f"  {g.name:<{width}} {_figure(g.value):>14} {_figure(g.threshold):>14}  {result}"
-        )
-    return rows
+    rows = [("gate", "value", "threshold", "result")]
+    rows += [(g.name, *gate_figures(g), "pass" if g.passed else "FAIL") for g in gates]
+    name, value, threshold = (max(len(row[i]) for row in rows) for i in range(3))
+    return [
+        f"  {g:<{max(name, NAME_WIDTH)}} {v:>{max(value, 14)}}  {t:<{threshold}}  {r}"
+        for g, v, t, r in rows
+    ]
 
 
 def summary_lines(store_chunks: Mapping[str, int | None], summary: ServingSummary) -> list[str]:

@@ -39,6 +39,17 @@ def shared_data() -> Path:
     return root.resolve()
 
 
+def shared_dir(tmp_path_factory, name: str) -> Path:
+    """A session folder every pytest-xdist worker of the run shares (one export, one
+    conformance check for all of them: both are written atomically, under a lock where it
+    matters); without xdist, the session's own."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return tmp_path_factory.mktemp(name)
+    path = tmp_path_factory.getbasetemp().parent / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
 @pytest.fixture(scope="session", autouse=True)
 def onnx_dir(tmp_path_factory) -> Iterator[Path]:
     """One ONNX export cache for the session, also for subprocesses (CANDLEFIRE_ONNX_DIR).
@@ -47,7 +58,7 @@ def onnx_dir(tmp_path_factory) -> Iterator[Path]:
     CANDLEFIRE_TEST_ONNX_DIR to keep the exports between sessions while iterating.
     """
     kept = os.environ.get("CANDLEFIRE_TEST_ONNX_DIR")
-    path = Path(kept) if kept else tmp_path_factory.mktemp("onnx")
+    path = Path(kept) if kept else shared_dir(tmp_path_factory, "onnx")
     with pytest.MonkeyPatch.context() as env:  # restored after the session
         env.setenv("CANDLEFIRE_ONNX_DIR", str(path))
         yield path
@@ -60,7 +71,39 @@ def conformance_cache(tmp_path_factory) -> Iterator[Path]:
     A result is keyed by code, fixtures, store configuration and server version, so every parity
     report of the session on equally configured stores reuses the first one's check.
     """
-    path = tmp_path_factory.mktemp("conformance")
+    path = shared_dir(tmp_path_factory, "conformance")
     with pytest.MonkeyPatch.context() as env:  # restored after the session
         env.setenv("CANDLEFIRE_CONFORMANCE_CACHE", str(path))
         yield path
+
+
+#: Fixtures that start a server or a process (Postgres, Chroma, Qdrant, Ray), or load the
+#: packaged model: a test using one (directly or through another fixture) is marked `server`.
+SERVER_FIXTURES = frozenset({
+    "pg_server", "pg_dsn", "fresh_pg_dsn", "make_backend", "backend", "own_pg", "ray_cluster",
+    "conformance_embedder", "conformance_exact", "chroma_server", "qdrant_server",
+})  # fmt: skip
+#: Test folders whose every test starts processes (dg dev, the daemon, a browser, servers) or
+#: loads the packaged model (embedding: ONNX exports, torch, Ray).
+SERVER_FOLDERS = frozenset({"ui", "deploy", "defs", "reliability", "embedding"})
+#: Modules that start a server or the CLI in a subprocess without a fixture saying so.
+SERVER_MODULES = frozenset({
+    "test_cli.py", "test_cli_output.py", "test_repo_tooling.py", "test_definitions.py",
+    "backends/pg/test_upgrade.py", "backends/test_factory_and_server.py",
+    "operations/test_version_floor.py", "operations/serving/test_history.py",
+})  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    """`server` on every test that needs one (make check runs the others: the inner loop);
+    the Ray tests in one xdist group (one local Ray head at a time on this machine)."""
+    for item in items:
+        where = item.path.relative_to(Path(__file__).parent)
+        if (
+            where.parts[0] in SERVER_FOLDERS
+            or where.as_posix() in SERVER_MODULES
+            or SERVER_FIXTURES.intersection(item.fixturenames)
+        ):
+            item.add_marker(pytest.mark.server)
+        if "ray_cluster" in item.fixturenames or "ray" in item.path.stem:
+            item.add_marker(pytest.mark.xdist_group("ray"))

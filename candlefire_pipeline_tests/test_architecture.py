@@ -174,3 +174,9 @@ def test_every_family_package_names_what_it_owns_and_its_entry():
         doc = ast.get_docstring(ast.parse((family / "__init__.py").read_text())) or ""
         entry = doc.split("Entry: `", 1)[-1].split("`", 1)[0] if "Entry: `" in doc else ""
         assert (family / f"{entry}.py").is_file(), f"{family.name}: no entry module in {doc!r}"
+
+
+def test_every_folder_of_the_package_is_a_package():
+    """No namespace package: each folder has an __init__ (its docstring says what it owns)."""
+    folders = [p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"]
+    assert [str(f.relative_to(PACKAGE)) for f in folders if not (f / "__init__.py").is_file()] == []

@@ -67,15 +67,26 @@ def _summary(gates) -> list[str]:
 def test_the_summary_has_chunks_per_store_every_gate_the_serving_state_and_what_next():
     gates = [
         GateResult("mean_overlap", False, 0.85, 0.9, ""),
-        GateResult("report_is_fresh", True, 1_796_000_000.0, 1_795_999_000.0, ""),
+        GateResult("report_is_fresh", True, 0.0, 0.0, ""),
         GateResult("stores_hold_current_versions", True, 0.0, 0.0, ""),  # the widest name
+        GateResult("pgvector_version", True, 0.0, 0.0, "", "0.8.6", ">= 0.8.4"),
+        GateResult("candlefire_conformance", True, 0.0, 0.0, "", "3300 / 3300", "all"),
+        GateResult("shadow_agreement", True, 0.0, 20.0, "", "0 compared", "not required"),
     ]
-    text = "\n".join(_summary(gates))
+    lines = _summary(gates)
+    text = "\n".join(lines)
     assert "  pgvector                          651" in text
     assert "  chroma                              -" in text  # never materialized
-    assert "  mean_overlap                           0.85            0.9  FAIL" in text
-    assert "  report_is_fresh              11-30 00:53:20 11-30 00:36:40  pass" in text
-    assert "  stores_hold_current_versions              0              0  pass" in text
+    header = lines.index(next(line for line in lines if line.lstrip().startswith("gate ")))
+    assert lines[header : header + 7] == [
+        "  gate                                  value  threshold     result",
+        "  mean_overlap                           0.85  >= 0.9        FAIL",
+        "  report_is_fresh                           0  = 0           pass",
+        "  stores_hold_current_versions              0  = 0           pass",
+        "  pgvector_version                      0.8.6  >= 0.8.4      pass",
+        "  candlefire_conformance          3300 / 3300  all           pass",
+        "  shadow_agreement                 0 compared  not required  pass",
+    ]
     assert "serving backend: chroma (PINNED by bob at 2026-11-30T10:00:00Z: drill)" in text
     assert "make ui" in text and "candlefire query" in text and "candlefire status" in text
 

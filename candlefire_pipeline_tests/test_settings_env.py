@@ -1,4 +1,5 @@
-"""Every environment variable is in the README's settings table; renamed ones keep working."""
+"""Every environment variable is in the settings table (docs/OPERATIONS.md); renamed ones keep
+working."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ def variables_read() -> set[str]:
     return {name for name in names if VARIABLE.fullmatch(name) and not name.endswith("_")}
 
 
-def documented(readme: str) -> set[str]:
+def documented(manual: str) -> set[str]:
     """Variables of the settings table; `A_B` / `_C` in a row names A_B and A_C (or B's prefix)."""
-    table = readme.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    table = manual.split("## Settings", 1)[1].split("\n## ", 1)[0]
     found = set()
     for row in table.splitlines():
         names = re.findall(r"`((?:CANDLEFIRE|RAY|NCBI)_[A-Z0-9_]+|_[A-Z0-9_]+)`", row)
@@ -38,11 +39,11 @@ def documented(readme: str) -> set[str]:
     return found
 
 
-def test_every_environment_variable_is_in_the_readme_settings_table():
-    readme = (REPO_ROOT / "README.md").read_text()
+def test_every_environment_variable_is_in_the_operations_settings_table():
+    manual = (REPO_ROOT / "docs" / "OPERATIONS.md").read_text()
     read = variables_read()
     assert {"CANDLEFIRE_PG_TABLE", "CANDLEFIRE_CHROMA_COLLECTION", "RAY_ADDRESS"} <= read
-    assert sorted(read - documented(readme)) == []
+    assert sorted(read - documented(manual)) == []
 
 
 @pytest.mark.parametrize(

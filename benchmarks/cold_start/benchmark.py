@@ -17,7 +17,7 @@ BENCHMARKS = (
     Benchmark(
         name="cold-start",
         summary="a fresh process to its first answer: Chroma as candle-fire ships it, pgvector"
-        " on a running server, Qdrant local mode",
+        " on a running server, Qdrant local mode, the flipped app's open_collection()",
         sections=("cold-start",),
         run="benchmarks.cold_start.first_answer:run",
         add_options=cold_start_options,

@@ -22,23 +22,12 @@ import os  # noqa: E402
 import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from benchmarks.cold_start.held import app_bytes  # noqa: E402
 from candlefire_pipeline.backends.factory import open_backend  # noqa: E402
 from candlefire_pipeline.operations.reader import ServingReader  # noqa: E402
 from candlefire_pipeline.settings import Settings  # noqa: E402
 
 IMPORTED = time.time()
-
-
-def app_bytes(settings: Settings) -> int:
-    """Bytes of store files in the app's data dir (the switch file and the model cache aside)."""
-    total = 0
-    for path in settings.data_dir.rglob("*"):
-        if not path.is_file() or path == settings.serving_file:
-            continue
-        if settings.onnx_dir in path.parents:
-            continue
-        total += path.stat().st_size
-    return total
 
 
 def main() -> None:

@@ -44,7 +44,8 @@ from candlefire_pipeline.operations.serving.machine import PROMOTED, ServingStat
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
-RUNS = ("chroma", "pgvector", "pgvector, server restarted", "qdrant")
+COLLECTION = "pgvector, open_collection()"
+RUNS = ("chroma", "pgvector", "pgvector, server restarted", "qdrant", COLLECTION)
 PHASES = ("imports", "fetch", "model", "open", "first query")
 #: Issue #25: pgvector's store phases (connect + first query) <= this share of Chroma's.
 STORE_SHARE_GOAL = 0.2
@@ -76,6 +77,9 @@ def run_once(run: str, size: int, request: dict, server: EmbeddedPostgres) -> di
         dataset = {"chroma": chroma_path(size), "qdrant": qdrant_path(size)}.get(store)
         command = [sys.executable, "-m", "benchmarks.cold_start.child", "--store", store,
                    "--request", json.dumps(request)]  # fmt: skip
+        if run == COLLECTION:  # the flipped app: its collection and its own search path
+            command = [sys.executable, "-m", "benchmarks.cold_start.collection_child",
+                       "--request", json.dumps(request)]  # fmt: skip
         if dataset is not None:
             command += ["--dataset", str(dataset)]
         exec_at = time.time()
@@ -107,6 +111,18 @@ def median_phases(results: list[dict]) -> dict[str, float]:
     return out
 
 
+def collection_line(results: list[dict], pg: dict) -> str:
+    """The flipped app's cold start beside ServingReader's on pgvector, and what it loaded."""
+    m = median_phases(results)
+    loaded = sorted({module for r in results for module in r.get("loaded", [])})
+    return (
+        f"open_collection(): imports {m['imports']:.2f} s, store open {m['open']:.2f} s, first"
+        f" answer through candle-fire's search path {m['first query']:.2f} s ({m['total']:.1f} s"
+        f" to first answer vs {pg['total']:.1f} s through `ServingReader`); heavy modules loaded:"
+        f" {', '.join(loaded) or 'none'} (of chromadb, dagster, torch, sentence_transformers)."
+    )
+
+
 def markdown(size: int, runs: dict[str, list[dict]], dataset_bytes: dict, args, note: str) -> str:
     model_bytes = folder_bytes(Settings.from_env().onnx_dir)
     lines = [
@@ -115,7 +131,10 @@ def markdown(size: int, runs: dict[str, list[dict]], dataset_bytes: dict, args, 
         f" workload); {args.repeats} runs per store, rotated; medians in seconds. Every app holds"
         f" the ONNX query model locally ({model_bytes / MB:,.0f} MB). fetch = copying the store's"
         " folder from the dataset location into the app's data dir (candle-fire's boot"
-        " download, done locally here); store = open + first query.",
+        " download, done locally here); store = open + first query. The last row is the"
+        " flipped candle-fire app: `open_collection()` (open = it and its first call, `count()`)"
+        " and candle-fire's own search path for the same request (benchmarks/app/search_path.py:"
+        " one collection call per stage, name and variant).",
         "",
         "| store | process + imports | fetch (local copy) | model load | store open |"
         " first query | **store phases** | to first answer | store bytes held by the app |"
@@ -147,6 +166,7 @@ def markdown(size: int, runs: dict[str, list[dict]], dataset_bytes: dict, args, 
         f" {'met' if held_pg == 0 else 'NOT met'}); Chroma's app holds"
         f" {dataset_bytes['chroma'] / MB:,.0f} MB, Qdrant's"
         f" {dataset_bytes['qdrant'] / MB:,.0f} MB.",
+        collection_line(runs[COLLECTION], pg),
         f"Download at boot, **derived** (folder bytes / {args.bandwidth:g} MB/s, not measured):"
         f" Chroma {download:.1f} s at this size, so {chroma['total'] + download:.1f} s to first"
         f" answer; candle-fire's real 1.2 GB dataset: {1.2e9 / bandwidth:.0f} s of download"

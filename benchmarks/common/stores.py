@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ from candlefire_pipeline.backends.factory import build_backend, pg_ann_params
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.backends.pg.layout import AnnParams, StoreLayoutError
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
+from candlefire_pipeline.operations.serving.state import INITIAL, PROMOTED, ServingState
 from candlefire_pipeline.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -57,13 +59,36 @@ def sized_label(base: str, size: int | None, full: int | None = None) -> str:
     return base if size == full else f"{base}_{size}"
 
 
+def serving_deployment(dsn: str, label: str, served: str, data_dir: Path | None = None) -> Settings:
+    """Settings reading the benchmark stores `label` (the pgvector table and the Chroma
+    collection of open_store), the switch in `data_dir` (default: the benchmark dir) naming
+    `served`: pgvector promoted, or Chroma as before any promotion."""
+    env = Settings.from_env()
+    settings = replace(
+        env.with_data_dir(data_dir or bench_dir()), onnx_dir_override=env.onnx_dir, pg_dsn=dsn,
+        pg_table=label, chroma_collection=label, chroma_host=None, stores=("pgvector", "chroma"),
+        serving_override=None,
+    )  # fmt: skip
+    state = ServingState(PROMOTED, "2026-01-01T00:00:00+00:00", "bench", "bench", "bench")
+    settings.serving_file.parent.mkdir(parents=True, exist_ok=True)
+    settings.serving_file.write_text((state if served == "pgvector" else ServingState(INITIAL))
+                                     .to_json())  # fmt: skip
+    settings.shadow_pending_file.unlink(missing_ok=True)
+    return settings
+
+
+def chroma_store_path() -> Path:
+    """The folder of open_store's Chroma collections (a persisted client, as candle-fire's)."""
+    return bench_dir() / "chroma"
+
+
 def open_store(name: str, dsn: str, label: str, ann: AnnParams | None = None):
     if name == "pgvector":
         # the product's settings unless a sweep asks for others
         ann = ann or pg_ann_params(Settings.from_env())
         return build_backend("pgvector", dsn, table=label, ann=ann)
     if name == "chroma":
-        return build_backend("chroma", path=bench_dir() / "chroma", collection=label)
+        return build_backend("chroma", path=chroma_store_path(), collection=label)
     return build_backend("memory")
 
 

@@ -22,12 +22,12 @@ from benchmarks.common.stores import (
     ensure_indexes,
     load,
     open_store,
+    serving_deployment,
     sized_label,
 )
 from benchmarks.shadow.benchmark import Scenario
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving.state import INITIAL, PROMOTED, ServingState
 from candlefire_pipeline.operations.shadow.served import ShadowWorker
 from candlefire_pipeline.parity import metrics
 from candlefire_pipeline.settings import Settings, ShadowSettings
@@ -42,21 +42,6 @@ class Phase:
     seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     wall: float = 0.0
-
-
-def deployment(dsn: str, served: str, label: str) -> Settings:
-    """Settings reading the retrieval benchmark's stores (`label`), the switch naming `served`."""
-    env = Settings.from_env()
-    settings = replace(
-        env.with_data_dir(bench_dir()), onnx_dir_override=env.onnx_dir, pg_dsn=dsn,
-        pg_table=label, chroma_collection=label, chroma_host=None, stores=("pgvector", "chroma"),
-        serving_override=None,
-    )  # fmt: skip
-    state = ServingState(PROMOTED, "2026-01-01T00:00:00+00:00", "bench", "bench", "bench")
-    settings.serving_file.write_text((state if served == "pgvector" else ServingState(INITIAL))
-                                     .to_json())  # fmt: skip
-    settings.shadow_pending_file.unlink(missing_ok=True)
-    return settings
 
 
 def client(reader: ServingReader, requests, phase: Phase, until: float, offset: int) -> None:
@@ -179,7 +164,7 @@ def run(args, out) -> None:
                 ensure_indexes(store)
             store.close()
         for scenario in args.scenarios:
-            settings = deployment(dsn, scenario.served, label)
+            settings = serving_deployment(dsn, label, scenario.served)
             shadow = ShadowSettings(rate=1.0, priority=scenario.priority)
             logger.info("scenario %s", scenario)
             result = measure(replace(settings, shadow=shadow), embedder,

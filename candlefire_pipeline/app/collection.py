@@ -4,14 +4,19 @@
 (app/calls.py checks the arguments, app/pg_store.py and app/chroma_store.py answer), follows the
 switch like ServingReader (operations/serving/follow.py: a stat per call, one decision per call,
 a rollback takes effect on the next call) and refuses every write call by name. Query texts are
-embedded with the serving generation's model, one embedder call per `query`; the model is loaded
-on the first `query` that needs it, not at open.
+embedded with the serving generation's model, at most one embedder call per `query`: the texts
+it embedded before come from a bounded LRU keyed by the model's identity (the reader's
+CANDLEFIRE_QUERY_VECTOR_CACHE: an assistant's entity names and spelling variants recur, and
+their vector alone or in a batch differs by < 1e-6); the model is loaded on the first `query`
+that needs it, not at open.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+
+import numpy as np
 
 from candlefire_pipeline.app.calls import GET_INCLUDE, QUERY_INCLUDE, get_call, query_call
 from candlefire_pipeline.app.filters import UnsupportedCallError
@@ -21,6 +26,7 @@ from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.generations.lifecycle import generation_embedder
 from candlefire_pipeline.operations.serving.follow import FollowsSwitch, SwitchFollower
 from candlefire_pipeline.operations.serving.state import Target
+from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache
 from candlefire_pipeline.settings import Settings
 
 #: chromadb Collection calls that write: refused by name, never passed to a store.
@@ -73,6 +79,8 @@ class ServingCollection(FollowsSwitch):
             make_embedder=lambda s, g: LazyEmbedder(lambda: generation_embedder(s, g, "query")),
         )  # fmt: skip
         self._shadow = CallShadow(settings, shadow)
+        #: texts' query vectors across calls, per model identity (retrieval/vector_cache.py)
+        self.vector_cache = QueryVectorCache(settings.retrieval.query_vector_cache)
 
     @property
     def target(self) -> Target | None:
@@ -100,10 +108,22 @@ class ServingCollection(FollowsSwitch):
                           ids=ids)  # fmt: skip
         store, target = self._follower.current()
         started = time.perf_counter()
-        vectors = call.vectors if call.texts is None else store.embed(call.texts)
+        vectors = call.vectors if call.texts is None else self._embedded(store, call.texts)
         answer = store.query(call, vectors)
         self._offer(target, call, vectors, answer, started)
         return answer
+
+    def _embedded(self, store, texts: tuple[str, ...]) -> np.ndarray:
+        """The texts' vectors: kept ones from the cache, the others in one embedder call."""
+        identity = store.model
+        found = self.vector_cache.get_many(identity, texts) if identity is not None else {}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            made = dict(zip(missing, store.embed(tuple(missing)), strict=True))
+            if identity is not None:
+                self.vector_cache.put_many(identity, made)
+            found |= made
+        return np.stack([found[t] for t in texts]).astype(np.float32)
 
     def _offer(self, target: Target, call, vectors, answer: dict, started: float) -> None:
         # the shadow replays on the default generation's stores: another one is not comparable

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-#: Tags of the assets of a generation other than the default (defs/generation_assets): every
+#: Tags of the assets of a generation other than the default (defs/generations/assets.py): every
 #: feed asset (value "true"; ingest_job selects them), and the generation's name.
 GENERATION_FEED_TAG, GENERATION_TAG = "candlefire/generation_feed", "candlefire/generation"
 

@@ -9,8 +9,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from candlefire_pipeline.backends.pg.version import FLOOR, ServerVersions, dotted, missing_fixes
-from candlefire_pipeline.parity.gate_result import GateResult, failed
+from candlefire_pipeline.backends.pg.version import (
+    FLOOR,
+    ServerVersions,
+    dotted,
+    missing_fixes,
+    parse_version,
+)
+from candlefire_pipeline.parity.gate_result import GateResult, failed, gate_figures, unknown
 from candlefire_pipeline.parity.shadow.gates import SHADOW_GATES, shadow_gates
 from candlefire_pipeline.settings import ParityThresholds
 
@@ -96,13 +102,14 @@ def freshness(report: ParityReport, ledger_now: Ledger | None) -> GateResult:
     recorded = (report.ledger or {}).get("applied")
     name, threshold = "report_is_fresh", 0.0
     if recorded is None:
-        return GateResult(name, False, 1.0, threshold, "unknown: the report does not record "
-                          "the ledger state it ran on; re-run parity_report")  # fmt: skip
+        return unknown(name, 1.0, threshold, "the report does not record the ledger state it "
+                       "ran on; re-run parity_report")  # fmt: skip
     if ledger_now is None:
-        return GateResult(name, False, 1.0, threshold, "unknown: the ledger cannot be read now")
+        return unknown(name, 1.0, threshold, "the ledger cannot be read now")
     if not any(recorded.values()):
         return GateResult(name, False, 1.0, threshold, "no batch had been applied to any store "
-                          "when the report ran: nothing to be fresh about")  # fmt: skip
+                          "when the report ran: nothing to be fresh about",
+                          shown_value="empty ledger")  # fmt: skip
     changed = sorted(
         f"{store}:{batch}"
         for store in set(recorded) | set(ledger_now)
@@ -182,8 +189,8 @@ def _p95_ratio(report: ParityReport, thresholds: ParityThresholds) -> GateResult
 def _ann_recall(report: ParityReport, thresholds: ParityThresholds) -> GateResult:
     recall = report.aggregates.get("ann_recall", {}).get(report.candidate)
     if recall is None:
-        return GateResult("ann_recall", False, 0.0, thresholds.ann_recall,
-                          "unknown: the report ran without the exact oracle")  # fmt: skip
+        return unknown("ann_recall", 0.0, thresholds.ann_recall,
+                       "the report ran without the exact oracle")  # fmt: skip
     return GateResult(
         "ann_recall", float(recall) >= thresholds.ann_recall, float(recall), thresholds.ann_recall,
         f"{report.candidate} semantic top-15 chunks vs the exact oracle, mean over "
@@ -206,12 +213,13 @@ def _chunk_counts_equal(report: ParityReport) -> GateResult:
 def _current_versions(report: ParityReport) -> GateResult:
     name = "stores_hold_current_versions"
     diffs = report.store_diffs or {}
-    unknown = [s for s in stores_of(report) if s not in diffs]
-    if unknown:
-        return GateResult(name, False, 1.0, 0.0, f"unknown: no ledger comparison for "
-                          f"{', '.join(unknown)}; re-run parity_report")  # fmt: skip
+    unread = [s for s in stores_of(report) if s not in diffs]
+    if unread:
+        return unknown(name, 1.0, 0.0, f"no ledger comparison for {', '.join(unread)}; "
+                       "re-run parity_report")  # fmt: skip
     if not any((report.ledger or {}).get("applied", {}).values()):
-        return GateResult(name, False, 1.0, 0.0, "the ledger has no applied batch")
+        return GateResult(name, False, 1.0, 0.0, "the ledger has no applied batch",
+                          shown_value="empty ledger")  # fmt: skip
     off = {
         s: {k: int(diffs[s].get(k, 0)) for k in ("missing", "orphaned", "stale")}
         for s in stores_of(report)
@@ -227,13 +235,14 @@ def _current_versions(report: ParityReport) -> GateResult:
 def pgvector_version(report: ParityReport, now: ServerVersions | None) -> GateResult:
     """The floor on the server the report ran on (recorded) and on the server now (read)."""
     name, floor = "pgvector_version", f"floor {dotted(FLOOR)}"
+    held = f">= {dotted(FLOOR)}"
     ran_on = ServerVersions.from_dict((report.servers or {}).get(report.candidate))
     if ran_on is None or ran_on.pgvector is None:
-        return GateResult(name, False, 1.0, 0.0, "unknown: the report does not record the "
-                          "pgvector version it ran on; re-run parity_report")  # fmt: skip
+        return unknown(name, 1.0, 0.0, "the report does not record the pgvector version it ran "
+                       "on; re-run parity_report", held)  # fmt: skip
     if now is None or now.pgvector is None:
-        return GateResult(name, False, 1.0, 0.0, "unknown: the pgvector version of the "
-                          f"{report.candidate} server cannot be read now")  # fmt: skip
+        return unknown(name, 1.0, 0.0, f"the pgvector version of the {report.candidate} server "
+                       "cannot be read now", held)  # fmt: skip
     lacking = max(len(missing_fixes(v.pgvector)) for v in (ran_on, now))
     if now.below_floor():
         detail = f"the {report.candidate} server now: {now.floor_problem()}"
@@ -244,35 +253,36 @@ def pgvector_version(report: ParityReport, now: ServerVersions | None) -> GateRe
         )
     else:
         detail = f"{ran_on.pgvector} when the report ran, {now.pgvector} now ({floor})"
-    return GateResult(name, lacking == 0, float(lacking), 0.0, detail)
+    # the lower of the two is the one the floor judges
+    lowest = min((ran_on.pgvector, now.pgvector), key=parse_version)
+    return GateResult(name, lacking == 0, float(lacking), 0.0, detail, lowest, held)
 
 
 def _conformance(report: ParityReport) -> GateResult:
     name, store = "candlefire_conformance", report.candidate
     found = (report.conformance or {}).get(store)
     if not found:
-        return GateResult(name, False, 1.0, 0.0, f"unknown: the report has no conformance of "
-                          f"{store}; re-run parity_report")  # fmt: skip
+        return unknown(name, 1.0, 0.0, f"the report has no conformance of {store}; re-run "
+                       "parity_report", "all")  # fmt: skip
     if "error" in found:
-        return GateResult(name, False, 1.0, 0.0, f"{store}: {found['error']}")
+        return GateResult(name, False, 1.0, 0.0, f"{store}: {found['error']}", "error", "all")
     differing, queries = int(found["differing"]), int(found["queries"])
     if queries == 0:
-        return GateResult(name, False, 1.0, 0.0, f"{store}: no recorded query was checked")
+        return GateResult(name, False, 1.0, 0.0, f"{store}: no recorded query was checked",
+                          "none checked", "all")  # fmt: skip
     checks = sum(sum(tally.values()) for tally in found["counts"].values())
     detail = f"{store}: {checks - differing} of {checks} checks of {queries} recorded queries " \
         f"as candle-fire answered ({found['swaps']} tie swaps)"  # fmt: skip
     if differing:
         first = found["failures"][0]
         detail += f"; first difference: {first['query_id']} {first['check']}: {first['detail']}"
-    return GateResult(name, differing == 0, float(differing), 0.0, detail)
+    shown = f"{checks - differing} / {checks}"  # checks passed / checked
+    return GateResult(name, differing == 0, float(differing), 0.0, detail, shown, "all")
 
 
 def gate_rows(gates: list[GateResult]) -> list[tuple[str, str, str, str, str]]:
     """(gate, result, value, threshold, detail) per gate, formatted for a table."""
-    return [
-        (g.name, "pass" if g.passed else "FAIL", f"{g.value:.4g}", f"{g.threshold:.4g}", g.detail)
-        for g in gates
-    ]
+    return [(g.name, "pass" if g.passed else "FAIL", *gate_figures(g), g.detail) for g in gates]
 
 
 #: The Dagster UI shows a Markdown metadata value inline only below this many characters (else

@@ -9,8 +9,10 @@ grounding, latency, ANN recall); one gate, `rankings_hold`, depends on the compa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from candlefire_pipeline.parity.gate_result import unknown
 from candlefire_pipeline.parity.gates import GateResult, evaluate_gates, freshness
 from candlefire_pipeline.settings import GenerationSettings, ParityThresholds
 
@@ -38,14 +40,13 @@ GENERATION_GATES: dict[str, str] = {
 def _rankings(report: GenerationReport, parity_gates: dict, generations: GenerationSettings):
     if report.kind == OVERLAP:
         gate = parity_gates["mean_overlap"]
-        return GateResult("rankings_hold", gate.passed, gate.value, gate.threshold,
-                          f"overlap comparison: {gate.detail}")  # fmt: skip
+        return replace(gate, name="rankings_hold", detail=f"overlap comparison: {gate.detail}")
     quality = report.quality or {}
     threshold = -generations.ndcg_drop
     if "error" in quality or not quality.get("judged"):
         why = quality.get("error") or "no judged query has a relevant paper in the corpus"
         # -1.0: the worst a delta of nDCG can be, so an unknown quality reads as a failure
-        return GateResult("rankings_hold", False, -1.0, threshold, f"unknown: {why}")
+        return unknown("rankings_hold", -1.0, threshold, why)
     delta = float(quality["delta"])
     detail = (
         f"nDCG@10 {quality['reference_ndcg']:.4f} -> {quality['candidate_ndcg']:.4f} "
@@ -61,15 +62,15 @@ def _grounding(report: GenerationReport, gate: GateResult) -> GateResult:
     if report.candidate["identity"]["chunker"] != report.reference["identity"]["chunker"]:
         return gate
     checks = int(report.parity_report().aggregates.get("grounding_checks", 0))
-    return GateResult(gate.name, checks > 0 and gate.value >= 1.0, gate.value, 1.0, gate.detail)
+    return replace(gate, passed=checks > 0 and gate.value >= 1.0, threshold=1.0)
 
 
 def _current_versions(report: GenerationReport, lag_now: dict[str, int] | None) -> GateResult:
     name = "stores_hold_current_versions"
     if lag_now is None:
-        return GateResult(name, False, 1.0, 0.0, "unknown: the ledger cannot be read now")
+        return unknown(name, 1.0, 0.0, "the ledger cannot be read now")
     if not report.store_diffs:
-        return GateResult(name, False, 1.0, 0.0, "unknown: no store was compared with the ledger")
+        return unknown(name, 1.0, 0.0, "no store was compared with the ledger")
     parts, total = [], 0
     for store, diff in sorted(report.store_diffs.items()):
         if "error" in diff:

@@ -129,15 +129,14 @@ class Settings(DataLayout):
     substring_mode: str = "like"
     #: HNSW build and search effort of every HNSW store: pgvector, and Qdrant (m, ef_construction
     #: and the semantic stage's ef as its hnsw_ef; it has no per-stage ef). ef_search: semantic
-    #: stage (top 40 chunks of one query); ef_search_entities: pgvector's entity fan-out (top 10
-    #: per name). The effort benchmark on three 62k builds (docs/BENCHMARKS.md): the entity stage
-    #: at 40 left final recall@15 at 0.988-0.993 depending on the graph, at 200 0.996-0.998
-    #: (>= 0.99 on every build); the semantic stage needs 40 for that, 200 keeps its own list
-    #: recall ~0.98
+    #: stage (top 40 chunks of one query, every request); ef_search_entities: pgvector's entity
+    #: fan-out, which with the term cache walks once per kept name. The cost curve at 1M chunks
+    #: (docs/BENCHMARKS.md, scale): final recall@15 0.97 at 200 / 200, 0.995 at 1000 / 1000, the
+    #: semantic list's recall 0.89 -> 0.97; at 62k both are near exact at any of these
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
-    hnsw_ef_search: int = 200
-    hnsw_ef_search_entities: int = 200
+    hnsw_ef_search: int = 1000
+    hnsw_ef_search_entities: int = 1000
     pg_ann: PgAnnSettings = field(default_factory=PgAnnSettings)
     #: the pgvector store's kept keyword, entity and grounding answers (CANDLEFIRE_TERM_CACHE_*)
     term_cache: TermCacheSettings = field(default_factory=TermCacheSettings)

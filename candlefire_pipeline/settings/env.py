@@ -10,7 +10,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 #: Renamed variables: new name -> the old one, still read for one release when the new one is
-#: unset, with a deprecation line naming the new one (README, settings table).
+#: unset, with a deprecation line naming the new one (docs/OPERATIONS.md, settings table).
 RENAMED = {
     "CANDLEFIRE_PARITY_CRON": "CANDLEFIRE_INGEST_CRON",
     "CANDLEFIRE_RUN_EXECUTOR": "CANDLEFIRE_EXECUTOR",

@@ -1,5 +1,5 @@
 """Shadow reads: which share of live requests the app-facing reader replays on the stores that
-do not serve, and how the comparisons are kept and judged (README: shadow reads)."""
+do not serve, and how the comparisons are kept and judged (docs/OPERATIONS.md: shadow reads)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """How a promoted deployment watches itself: the auto-rollback policy, and the soak a store's
-retirement waits for (README, serving switch; docs/OPERATIONS.md)."""
+retirement waits for (docs/OPERATIONS.md: the serving switch, the soak)."""
 
 from __future__ import annotations
 

@@ -10,53 +10,16 @@ import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
+from benchmarks.app import search_path as app
+from benchmarks.app.counting import CountingCalls, CountingEmbedder, EmbeddingCollection
 from candlefire_pipeline.app import open_collection
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.parity.conformance.fixtures import FIXTURE_MODEL_ID
 from candlefire_pipeline.settings import Settings
-from candlefire_pipeline_tests.app import candlefire_search as app
 from candlefire_pipeline_tests.app.corpus import promote_directly
 
 #: Similarities closer than this may come in either order (the fixtures' README).
 TIE = 1e-5
-
-
-class Counting:
-    """The embedder, counting its calls; and a collection wrapper counting query calls."""
-
-    def __init__(self, inner) -> None:
-        self.inner, self.calls, self.model_id, self.dim = inner, 0, inner.model_id, inner.dim
-
-    def embed(self, texts):
-        self.calls += 1
-        return self.inner.embed(texts)
-
-
-class CountingCalls:
-    def __init__(self, collection) -> None:
-        self.collection, self.calls = collection, {"count": 0, "get": 0, "query": 0}
-
-    def __getattr__(self, name):
-        self.calls[name] += 1
-        return getattr(self.collection, name)
-
-
-class EmbeddingCollection:
-    """The real collection as candle-fire opens it: query texts embedded by the model (its
-    embedding function), everything else Chroma's own."""
-
-    def __init__(self, collection, embedder) -> None:
-        self.collection, self.embedder = collection, embedder
-
-    def count(self) -> int:
-        return self.collection.count()
-
-    def get(self, **kwargs) -> dict:
-        return self.collection.get(**kwargs)
-
-    def query(self, query_texts, **kwargs) -> dict:
-        vectors = self.embedder.embed(list(query_texts))
-        return self.collection.query(query_embeddings=vectors, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +70,7 @@ def test_the_search_path_answers_alike_on_every_conformance_query(
         conformance_embedder,
     )
     swaps, grounded, cited = 0, 0, 0
-    embedder = Counting(conformance_embedder)
+    embedder = CountingEmbedder(conformance_embedder)
     with open_collection(stores, embedder) as collection:
         served = CountingCalls(collection)
         assert served.count() == chroma.count() == 2542
@@ -125,7 +88,8 @@ def test_the_search_path_answers_alike_on_every_conformance_query(
             assert got.paper == expected.paper, where
             grounded += sum(corpus for corpus, _ in got.grounding.values())
             cited += len(got.texts)
-    assert embedder.calls == served.calls["query"]  # one embedder call per query()
+    # at most one embedder call per query(): a text embedded before comes from the vector cache
+    assert 0 < embedder.calls <= served.calls["query"]
     calls = {kind: round(n / 110, 1) for kind, n in served.calls.items()}
     print(f"per request: {calls} calls; {embedder.calls / 110:.1f} embedder calls")
     assert len(conformance.queries) == 110

@@ -49,7 +49,7 @@ class BackfillDaemon:
     def __init__(self, root: Path, pg_dsn: str, per_run: int, max_concurrent_runs: int) -> None:
         self.root, self.home, self.data = root, root / "home", root / "data"
         self.home.mkdir(parents=True)
-        config = (REPO_ROOT / "dagster.yaml").read_text()
+        config = procs.instance_yaml((REPO_ROOT / "dagster.yaml").read_text())
         if "max_concurrent_runs: 1" not in config:
             raise AssertionError("dagster.yaml no longer queues one run at a time")
         limit = f"max_concurrent_runs: {max_concurrent_runs}"

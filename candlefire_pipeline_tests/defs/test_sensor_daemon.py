@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -27,7 +26,8 @@ def test_sensor_ingests_a_new_drop_through_the_daemon(monkeypatch):
         home, data = root / "home", root / "data"
         home.mkdir()
         monkeypatch.setenv("DAGSTER_HOME", str(home))  # dagster.yaml roots storage there
-        shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+        config = procs.instance_yaml((REPO_ROOT / "dagster.yaml").read_text())
+        (home / "dagster.yaml").write_text(config)
         env = {k: v for k, v in os.environ.items() if not k.startswith("CANDLEFIRE_")}
         env.update(
             CANDLEFIRE_DATA_DIR=str(data),

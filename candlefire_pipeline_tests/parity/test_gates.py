@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -13,6 +14,7 @@ from candlefire_pipeline.parity.gates import (
     evaluate_gates,
     failed,
     format_gate_table,
+    gate_rows,
     gate_table_markdown,
 )
 from candlefire_pipeline.parity.report.model import ParityReport, QueryRow
@@ -188,7 +190,7 @@ def test_gate_tables_show_every_gate_with_result_and_threshold():
     gates = evaluate_gates(synthetic(ann=0.5), ParityThresholds(), LEDGER, CURRENT)
     md = gate_table_markdown(gates)
     assert md.splitlines()[0] == "| gate | result | value | threshold | detail |"
-    assert "| ann_recall | FAIL | 0.5 | 0.95 |" in md
+    assert "| ann_recall | FAIL | 0.5 | >= 0.95 |" in md
     assert len(md.splitlines()) == 2 + len(GATES)
     text = format_gate_table(gates)
     assert all(name in text for name in GATES)
@@ -208,7 +210,7 @@ def test_a_gate_table_for_the_ui_is_cut_to_fit_and_keeps_every_row():
     cut = gate_table_markdown(gates, limit=limit)
     assert len(cut) < limit and "…" in cut
     assert [line.split("|")[1].strip() for line in cut.splitlines()[2:]] == list(GATES)
-    assert "| ann_recall | FAIL | 0.5 | 0.95 |" in cut
+    assert "| ann_recall | FAIL | 0.5 | >= 0.95 |" in cut
     assert all(g.detail in cut for g in failing)  # passing gates' details are cut first
 
 
@@ -241,6 +243,51 @@ def test_the_pgvector_version_floor(ran_on, now, passed, value, shown):
     gate = gates["pgvector_version"]
     assert (gate.passed, gate.value) == (passed, value) and shown in gate.detail, gate
     assert [g for g in failed(list(gates.values())) if g != "pgvector_version"] == []
+
+
+@pytest.mark.parametrize(
+    "report_kwargs, judged_with, gate, value, threshold",
+    [
+        # what a fresh clone's demo shows: versions, checks passed / checked, not required
+        ({}, {}, "pgvector_version", "0.8.6", ">= 0.8.4"),
+        ({}, {}, "candlefire_conformance", "110 / 110", "all"),
+        ({}, {}, "shadow_queries", "0", "not required"),
+        ({}, {}, "shadow_agreement", "0 compared", "not required"),
+        ({}, {}, "shadow_errors", "0 reads", "not required"),
+        # numbers keep the comparison they are held to
+        ({}, {}, "report_is_fresh", "0", "= 0"),
+        ({"ann": 0.5}, {}, "ann_recall", "0.5", ">= 0.95"),
+        ({"p95_cand": 15.5}, {}, "p95_ratio", "1.55", "<= 1.5"),
+        ({"counts": (99, 99)}, {}, "corpus_size", "99", ">= 100"),
+        # the version the floor judges: the lower of the report's server and the server now
+        ({}, {"pgvector_now": BETWEEN}, "pgvector_version", "0.8.3", ">= 0.8.4"),
+        ({}, {"pgvector_now": None}, "pgvector_version", "unknown", ">= 0.8.4"),
+        ({"conformed": {"pgvector": conformance(differing=2)}}, {}, "candlefire_conformance",
+         "108 / 110", "all"),
+        ({"conformed": {"pgvector": conformance(queries=0)}}, {}, "candlefire_conformance",
+         "none checked", "all"),
+        ({"conformed": {"pgvector": {"error": "no fixtures"}}}, {}, "candlefire_conformance",
+         "error", "all"),
+        ({"conformed": {}}, {}, "candlefire_conformance", "unknown", "all"),
+        ({"oracle": None}, {}, "ann_recall", "unknown", ">= 0.95"),
+        ({"diffs": {}}, {}, "stores_hold_current_versions", "unknown", "= 0"),
+        ({}, {"ledger_now": None}, "report_is_fresh", "unknown", "= 0"),
+        ({"ledger": {"chroma": {}, "pgvector": {}}}, {}, "report_is_fresh", "empty ledger", "= 0"),
+        # live evidence required: too few comparisons fail, saying how many judging needs
+        ({}, {"min_shadow_queries": 5}, "shadow_queries", "0", ">= 5"),
+        ({}, {"min_shadow_queries": 5}, "shadow_agreement", "0 compared", ">= 5 to judge"),
+        ({}, {"min_shadow_queries": 5}, "shadow_errors", "0 reads", ">= 5 to judge"),
+    ],
+)  # fmt: skip
+def test_each_value_in_the_gate_tables_says_what_it_means(
+    report_kwargs, judged_with, gate, value, threshold
+):
+    found = _gates(synthetic(**report_kwargs), **judged_with)
+    row = next(r for r in gate_rows(list(found.values())) if r[0] == gate)
+    assert row[2:4] == (value, threshold), found[gate]
+    assert f"| {gate} | {row[1]} | {value} | {threshold} |" in gate_table_markdown([found[gate]])
+    terminal = format_gate_table([found[gate]]).splitlines()[1]
+    assert re.search(rf"^  {gate} .* {re.escape(value)} +{re.escape(threshold)} ", terminal)
 
 
 def test_the_version_floor_is_unknown_when_nothing_is_read():

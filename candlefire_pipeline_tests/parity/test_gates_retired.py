@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from candlefire_pipeline.parity.gates import GATES, evaluate_gates
+from candlefire_pipeline.parity.gates import GATES, evaluate_gates, gate_figures
 from candlefire_pipeline.parity.report.markdown import report_markdown
 from candlefire_pipeline.parity.report.model import ParityReport
 from candlefire_pipeline.settings import ParityThresholds
@@ -77,6 +77,7 @@ def test_the_live_gates_say_chroma_is_retired_even_when_live_evidence_is_require
     for name in ("shadow_queries", "shadow_agreement", "shadow_errors"):
         assert judged[name].passed
         assert "chroma retired since 2026-02-20T00:00:00+00:00" in judged[name].detail
+        assert gate_figures(judged[name]) == ("-", "not judged (retired)")
 
 
 def test_the_report_page_gives_chroma_a_retired_column():

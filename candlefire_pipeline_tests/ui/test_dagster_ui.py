@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -105,7 +104,8 @@ def demo_run(ui_workdir: Path) -> DemoRun:
     home, data_dir = ui_workdir / "dagster_home", ui_workdir / "data"
     home.mkdir()
     # the same instance config `make` copies into .dagster_home
-    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    config = procs.instance_yaml((REPO_ROOT / "dagster.yaml").read_text())
+    (home / "dagster.yaml").write_text(config)
     env = {**_pipeline_env(data_dir), "DAGSTER_HOME": str(home)}
     done = subprocess.run(
         [CANDLEFIRE, "demo"], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800

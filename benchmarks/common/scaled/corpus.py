@@ -77,6 +77,14 @@ def _slices(stream: SyntheticStream, model_id: str, rows: int) -> Iterator[pa.Ta
         yield store_rows(chunks, np.stack(vectors).astype(np.float32), BATCH_KEY, model_id)
 
 
+def stream_rows(embedder, size: int, rows: int) -> Iterator[pa.Table]:
+    """The corpus of `size` chunks as store rows, `rows` at a time (whole papers per slice),
+    nothing kept: the same rows, in the same order, as build_corpus makes."""
+    papers = scifact_records()
+    base = cached(embedder, [r["title"] for r in papers])
+    yield from _slices(SyntheticStream(papers, base, size=size), embedder.model_id, rows)
+
+
 def build_corpus(embedder, size: int, consume: Consumer | None = None) -> ScaleCorpus:
     """Generate the corpus once, keeping its vectors and filter columns; each slice of rows
     goes to `consume` (e.g. a COPY into a table) as it is made."""

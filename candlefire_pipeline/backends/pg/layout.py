@@ -44,8 +44,8 @@ class AnnParams:
     vector_type: str = "vector"
     quantization: str = "none"
     rerank_factor: int = 10
-    ef_search: int = 200
-    ef_search_entities: int = 200
+    ef_search: int = 1000
+    ef_search_entities: int = 1000
     iterative_scan: str = "relaxed_order"
     max_scan_tuples: int = 20_000
     full_scan_rows: int = 5_000

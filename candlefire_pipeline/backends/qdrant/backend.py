@@ -68,7 +68,7 @@ class QdrantBackend(UpsertStore):
         narrow: bool | None = None,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
-        ef_search: int | None = 200,
+        ef_search: int | None = 1000,
         lock_timeout: float = 60.0,
         timeout: int = 60,
     ) -> None:

@@ -1,6 +1,6 @@
 """`<name>/parity_report`: a generation compared with what serves; one blocking check per gate.
 
-The same comparison `candlefire generation compare NAME` runs (operations/generation_compare);
+The same comparison `candlefire generation compare NAME` runs (operations/generations/compare.py);
 its gates are what a promotion of the generation must pass (docs/GENERATIONS.md, section 4).
 While the generation serves, it is compared with its rollback target instead, and the verdict
 goes to the switch like the default's parity report (a failure marks serving DEGRADED). It

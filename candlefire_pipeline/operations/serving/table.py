@@ -3,7 +3,7 @@
 A row is a state (operations/serving/state.py) or, where pgvector serves, the same state with
 Chroma retired: there a rollback cannot end on Chroma, so it is refused with the command that
 restores it, and an auto-rollback that would go there leaves the switch degraded instead.
-machine.py applies the table; the README's table is this one written out.
+machine.py applies the table; docs/OPERATIONS.md's table is this one written out.
 """
 
 from __future__ import annotations

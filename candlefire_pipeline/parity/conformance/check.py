@@ -2,7 +2,7 @@
 
 Each fixture query runs through `Retriever.retrieve` on the store (the fixture corpus loaded with
 candle-fire's own vectors) and every recorded part is checked: the spelling variants, the keyword
-terms, the grounding booleans, the three stage lists and the RRF top 20 (conformance_lists.py says
+terms, the grounding booleans, the three stage lists and the RRF top 20 (conformance/lists.py says
 when two lists agree). The RRF function is also checked on candle-fire's own recorded lists.
 """
 

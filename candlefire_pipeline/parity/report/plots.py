@@ -1,4 +1,4 @@
-"""The parity report's plots: small PNGs (report_files.py writes them beside the markdown),
+"""The parity report's plots: small PNGs (report/files.py writes them beside the markdown),
 one panel per store.
 
 Rendered with matplotlib's object API on the Agg canvas (no pyplot state, no display); the

@@ -69,7 +69,8 @@ def shadow_gates(
     still judge the candidate against the exact oracle and candle-fire's recorded answers)."""
     if retired:
         detail = f"{retired}: no shadow reads to judge (the report's gates judge {candidate})"
-        return [GateResult(name, True, 0.0, 0.0, detail) for name in SHADOW_GATES]
+        return [GateResult(name, True, 0.0, 0.0, detail, "-", "not judged (retired)")
+                for name in SHADOW_GATES]  # fmt: skip
     pair, where = live_pair(window, reference, candidate, now)
     return [
         _queries(pair, where, thresholds),
@@ -83,25 +84,31 @@ def _queries(pair: TargetWindow | None, where: str, thresholds: ParityThresholds
     compared = pair.compared if pair else 0
     if not required:
         detail = f"not required (minimum 0); {compared} in {where}"
-        return GateResult("shadow_queries", True, float(compared), 0.0, detail)
+        return GateResult("shadow_queries", True, float(compared), 0.0, detail,
+                          shown_threshold="not required")  # fmt: skip
     detail = f"{compared} live comparisons in {where}"
     return GateResult("shadow_queries", compared >= required, float(compared), float(required),
                       detail)  # fmt: skip
 
 
-def _unjudged(name: str, where: str, thresholds: ParityThresholds, count: int) -> GateResult:
-    """Too few comparisons to judge: a pass only when live evidence is not required."""
-    required = thresholds.min_shadow_queries > 0
-    detail = f"too few to judge ({count} < {judged_floor(thresholds)}) in {where}"
+def _unjudged(
+    name: str, where: str, thresholds: ParityThresholds, count: int, counted: str
+) -> GateResult:
+    """Too few comparisons to judge: a pass only when live evidence is not required. The value
+    is then a count of `counted`, not the agreement or error rate the gate judges."""
+    required, floor = thresholds.min_shadow_queries > 0, judged_floor(thresholds)
+    detail = f"too few to judge ({count} < {floor}) in {where}"
     detail += "" if required else "; not required"
-    return GateResult(name, not required, float(count), float(judged_floor(thresholds)), detail)
+    held = f">= {floor} to judge" if required else "not required"
+    return GateResult(name, not required, float(count), float(floor), detail,
+                      f"{count} {counted}", held)  # fmt: skip
 
 
 def agreement(pair: TargetWindow | None, where: str, thresholds: ParityThresholds) -> GateResult:
     """Overlap and grounding agreement over the comparisons that succeeded."""
     compared = pair.compared if pair else 0
     if compared < judged_floor(thresholds):
-        return _unjudged("shadow_agreement", where, thresholds, compared)
+        return _unjudged("shadow_agreement", where, thresholds, compared, "compared")
     problems = []
     if pair.mean_overlap < thresholds.mean_overlap:
         problems.append(f"mean overlap {pair.mean_overlap:.3f} < {thresholds.mean_overlap:g}")
@@ -121,7 +128,7 @@ def agreement(pair: TargetWindow | None, where: str, thresholds: ParityThreshold
 def _errors(pair: TargetWindow | None, where: str, thresholds: ParityThresholds) -> GateResult:
     samples = pair.samples if pair else 0
     if samples < judged_floor(thresholds):
-        return _unjudged("shadow_errors", where, thresholds, samples)
+        return _unjudged("shadow_errors", where, thresholds, samples, "reads")
     rate = pair.error_rate
     return GateResult(
         "shadow_errors", rate <= thresholds.shadow_error_rate, rate, thresholds.shadow_error_rate,

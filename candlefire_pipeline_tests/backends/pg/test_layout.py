@@ -235,7 +235,9 @@ def test_each_stage_runs_with_its_own_effort(make_backend):
 
 def test_binary_walk_explores_every_candidate_it_reranks(make_backend):
     store = make_backend(
-        "pgvector", ann=AnnParams(quantization="binary", rerank_factor=30, full_scan_rows=0)
+        "pgvector",
+        ann=AnnParams(quantization="binary", rerank_factor=30, ef_search_entities=200,
+                      full_scan_rows=0),
     )
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 20, stage="entities")
@@ -282,7 +284,10 @@ def test_a_walk_cut_short_by_a_selective_filter_is_answered_exactly(make_backend
     dim, n = 16, 20
     vectors = clustered(3_000, dim)
     rare = range(0, 3_000, 100)
-    ann = replace(PG_LAYOUTS.get(name, AnnParams()), full_scan_rows=0, max_scan_tuples=50)
+    # an effort below the rows the walk needs, so that max_scan_tuples is what ends it
+    ann = replace(
+        PG_LAYOUTS.get(name, AnnParams()), ef_search=200, full_scan_rows=0, max_scan_tuples=50
+    )
     store = make_backend("pgvector", ann=ann)
     papers = [chunk(str(i), year=1990 if i % 100 == 0 else 2020) for i in range(3_000)]
     store.replace_papers(make_rows(papers, vectors))

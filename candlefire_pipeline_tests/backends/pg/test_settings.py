@@ -25,7 +25,7 @@ def test_defaults_are_one_value_each(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     settings = Settings.from_env()
     assert settings.pg_ann == PgAnnSettings()
-    assert (settings.hnsw_ef_search, settings.hnsw_ef_search_entities) == (200, 200)
+    assert (settings.hnsw_ef_search, settings.hnsw_ef_search_entities) == (1000, 1000)
 
 
 def test_every_setting_is_read_from_the_environment(monkeypatch):

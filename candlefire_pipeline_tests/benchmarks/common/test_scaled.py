@@ -10,7 +10,9 @@ import pytest
 
 from benchmarks.common.corpus import synthetic_corpus
 from benchmarks.common.matrix_oracle import MatrixOracle
+from benchmarks.common.scaled.corpus import stream_rows
 from candlefire_pipeline.backends.base import Filter
+from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline_tests.benchmarks.conftest import SIZE
 
 
@@ -68,3 +70,11 @@ def test_oracle_delegates_every_other_call_to_the_store(scaled_corpus, scaled_me
     term = scale.codes_in_abstracts[0]
     assert oracle.contains([term]) == scaled_memory.contains([term])
     assert oracle.count() == SIZE
+
+
+def test_stream_rows_are_the_corpus_rows_without_keeping_them(scaled_corpus, monkeypatch, tmp_path):
+    _, rows = scaled_corpus
+    monkeypatch.setenv("CANDLEFIRE_BENCH_DIR", str(tmp_path))
+    slices = list(stream_rows(HashingEmbedder(dim=32), SIZE, 700))
+    assert all(s.num_rows >= 700 for s in slices[:-1])  # whole papers: a slice may run over
+    assert pa.concat_tables(slices).equals(rows)

@@ -43,7 +43,7 @@ class CacheParams:
     enabled: bool = True
     max_entries: int = 50_000
     depth: int = 40
-    fill_ef: int = 200
+    fill_ef: int = 1000
     keyword_walk: str = "auto"
 
     def __post_init__(self) -> None:

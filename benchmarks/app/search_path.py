@@ -1,7 +1,8 @@
 """candle-fire's search path written against a chromadb Collection, as ARCHITECTURE.md ("How the
 app reads", "Semantics to preserve") describes its stages: the calls the app makes, and nothing
 of this project's Retriever. Run on the real Chroma collection and on the serving collection, it
-must answer alike (test_candlefire_search.py); the benchmark drives the same functions.
+must answer alike (candlefire_pipeline_tests/app/test_candlefire_search.py); the `app` benchmark
+and the cold-start benchmark's open_collection() run drive the same functions.
 """
 
 from __future__ import annotations
