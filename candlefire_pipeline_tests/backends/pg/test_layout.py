@@ -236,8 +236,9 @@ def test_each_stage_runs_with_its_own_effort(make_backend):
 def test_binary_walk_explores_every_candidate_it_reranks(make_backend):
     store = make_backend(
         "pgvector",
-        ann=AnnParams(quantization="binary", rerank_factor=30, ef_search_entities=200,
-                      full_scan_rows=0),
+        ann=AnnParams(
+            quantization="binary", rerank_factor=30, ef_search_entities=200, full_scan_rows=0
+        ),
     )
     store.replace_papers(make_rows([chunk(str(i)) for i in range(20)], unit_vectors(20, DIM)))
     store.semantic_candidates(unit_vectors(1, DIM), 20, stage="entities")
