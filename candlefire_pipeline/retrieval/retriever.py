@@ -39,16 +39,6 @@ class QueryEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-class _Pmids:
-    """The pmids of one of a Retrieval's row lists, in order, as an attribute."""
-
-    def __init__(self, rows: str) -> None:
-        self.rows = rows
-
-    def __get__(self, retrieval, owner=None):
-        return self if retrieval is None else [row["pmid"] for row in getattr(retrieval, self.rows)]
-
-
 @dataclass
 class Retrieval:
     """One retrieve() answer: the cited papers, every stage's rows, grounding and timings."""
@@ -66,10 +56,25 @@ class Retrieval:
     citations: Citations
     timings: dict[str, float] = field(default_factory=dict)
 
-    pmids = _Pmids("results")
-    semantic_pmids = _Pmids("semantic")
-    entity_pmids = _Pmids("entities")
-    keyword_pmids = _Pmids("keyword")
+    @property
+    def pmids(self) -> list[str]:
+        return _pmids(self.results)
+
+    @property
+    def semantic_pmids(self) -> list[str]:
+        return _pmids(self.semantic)
+
+    @property
+    def entity_pmids(self) -> list[str]:
+        return _pmids(self.entities)
+
+    @property
+    def keyword_pmids(self) -> list[str]:
+        return _pmids(self.keyword)
+
+
+def _pmids(rows: Iterable[dict]) -> list[str]:
+    return [row["pmid"] for row in rows]
 
 
 def _chunk_order(row: dict) -> tuple[str, int]:
