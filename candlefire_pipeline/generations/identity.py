@@ -32,6 +32,7 @@ class IndexLayout:
     vector_type: str = "vector"
     quantization: str = "none"
     hnsw_m: int = 16
+    #: a record written before layouts were recorded was built at the default of its day (64)
     hnsw_ef_construction: int = 64
 
     def __post_init__(self) -> None:

@@ -51,7 +51,7 @@ class PgVectorBackend(PgReads):
         table: str = "chunks",
         substring_mode: str = "like",
         hnsw_m: int = 16,
-        hnsw_ef_construction: int = 64,
+        hnsw_ef_construction: int = 128,
         ann: AnnParams | None = None,
         bulk_rebuild_rows: int = BULK_REBUILD_ROWS,
         cache: CacheParams | None = None,

@@ -67,7 +67,7 @@ class QdrantBackend(UpsertStore):
         substring_mode: str = "like",
         narrow: bool | None = None,
         hnsw_m: int = 16,
-        hnsw_ef_construction: int = 64,
+        hnsw_ef_construction: int = 128,
         ef_search: int | None = 1000,
         lock_timeout: float = 60.0,
         timeout: int = 60,

@@ -20,7 +20,7 @@ from candlefire_pipeline.backends.base import Filter
 from candlefire_pipeline.backends.common import like_pattern
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.terms import schema
-from candlefire_pipeline.backends.pg.terms.upkeep import as_array
+from candlefire_pipeline.backends.pg.terms.matching import as_array
 
 #: Rows asked for a complete list's fresh computation: every candidate.
 EVERY = 1_000_000_000

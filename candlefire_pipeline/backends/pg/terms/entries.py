@@ -76,7 +76,8 @@ class Candidate:
     """A chunk written in this transaction that an entry must consider."""
 
     chunk_id: str
-    distance: float | None  # None for an entry without a list
+    #: None: sorts after the last member of the entry's list (or the entry has none)
+    distance: float | None
     abstract: bool  # chunk_index == 0
 
 
@@ -122,8 +123,11 @@ def _witnessed(entry: Entry, candidates: list[Candidate]) -> Entry:
 
 
 def _ranked(entry: Entry, candidates: list[Candidate], cap: int) -> Entry:
-    if any(c.distance is None for c in candidates):
-        raise ValueError(f"a candidate of the listed entry {entry.text!r} has no distance")
+    if entry.complete and any(c.distance is None for c in candidates):
+        raise ValueError(f"a candidate of the complete entry {entry.text!r} has no distance")
+    candidates = [c for c in candidates if c.distance is not None]
+    if not candidates:
+        return entry
     fresh = {c.chunk_id for c in candidates}
     kept = [(d, i) for i, d in zip(entry.ids, entry.distances, strict=True) if i not in fresh]
     merged = sorted(kept + [(float(c.distance), c.chunk_id) for c in candidates], key=order_key)

@@ -3,11 +3,11 @@ the chunks, at the cost of the drop.
 
 After a write's DELETE and COPY, inside its transaction:
 - the deleted chunk ids leave every entry that names them (the members index finds those);
-- the new chunks are matched against the kept keyword variants with one Aho-Corasick pass over
-  their documents (each document read once, whatever the number of variants), and compared with
-  the kept entity vectors in one matrix product (blocks of rows); the pairs that may enter an
-  entry get their exact distance from Postgres (the `<=>` a fresh query computes), and enter
-  when they sort before the entry's last member (entries.py);
+- the new chunks are matched against the kept texts (matching.py: each document read once,
+  each vector compared with the kept vectors in numpy); the pairs that may enter a list get
+  their exact distance from Postgres (the `<=>` a fresh query computes), and enter when they
+  sort before the entry's last member (entries.py); the others may only become a witness;
+- the changed entries are written back in one statement;
 - the meta row's cache_version is set to the content version: readers use the cache again.
 
 A cache found out of date when the write starts (the table was written without upkeep) is
@@ -17,13 +17,14 @@ logged at WARNING with the reason.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-import ahocorasick
 import numpy as np
 import psycopg
 import pyarrow as pa
@@ -31,23 +32,16 @@ from psycopg import sql
 
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.pg.sql import Names
-from candlefire_pipeline.backends.pg.terms import schema
+from candlefire_pipeline.backends.pg.terms import matching, schema
 from candlefire_pipeline.backends.pg.terms.entries import (
-    ENTITY,
-    KEYWORD,
     Candidate,
     Entry,
     with_candidates,
     without,
 )
+from candlefire_pipeline.backends.pg.terms.matching import Pairs
 
 log = logging.getLogger(__name__)
-
-#: New rows compared with the entity vectors per matrix product (bounds its memory).
-BLOCK_ROWS = 4096
-#: A pair enters the exact check when numpy's float32 cosine puts it this close to the entry's
-#: last member: float32 sums in another order differ by ~1e-7, pgvector's from numpy's too.
-MARGIN = 1e-4
 
 _STATE = (
     "id", "kind", "text", "listed", "ids", "distances", "complete", "approximate", "witness",
@@ -119,18 +113,16 @@ def clear_all(conn: psycopg.Connection, names: Names, reason: str) -> UpkeepRepo
 
 
 def _maintain(conn, names, deleted, added, cap, report) -> None:
-    pairs: dict[int, list[str]] = defaultdict(list)
+    pairs = Pairs(*(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, bool)))
     if added is not None and added.num_rows:
-        for entry_id, chunk_id in _keyword_pairs(conn, names, added):
-            pairs[entry_id].append(chunk_id)
-        for entry_id, chunk_id in _entity_pairs(conn, names, added):
-            pairs[entry_id].append(chunk_id)
-    report.pairs = sum(len(v) for v in pairs.values())
-    entries = _affected(conn, names, list(pairs), sorted(deleted))
+        dim = common.rows_dim(added)
+        pairs = matching.find_pairs(matching.read_kept(conn, names, sorted(deleted), dim), added)
+    report.pairs = len(pairs)
+    entries = _affected(conn, names, sorted(set(pairs.entries.tolist())), sorted(deleted))
     report.entries = len(entries)
     if not entries:
         return
-    candidates = _candidates(conn, names, entries, pairs, added)
+    candidates = _candidates(conn, names, pairs, added)
     changed = []
     for entry in entries:
         kept = with_candidates(without(entry, deleted), candidates.get(entry.id, ()), cap)
@@ -140,90 +132,34 @@ def _maintain(conn, names, deleted, added, cap, report) -> None:
     report.changed = len(changed)
 
 
-def _keyword_pairs(conn, names, added: pa.Table) -> list[tuple[int, str]]:
-    """(entry id, chunk id) for every kept variant a new document holds, per substring mode."""
-    rows = conn.execute(
-        sql.SQL("SELECT id, text, split_part(recipe, ';', 1) FROM {e} WHERE kind = %s").format(
-            e=schema.terms_table(names)
-        ),
-        [KEYWORD],
-    ).fetchall()
-    by_mode: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for entry_id, text, mode in rows:
-        by_mode[mode].append((entry_id, text))
-    documents = added["document"].to_pylist()
-    chunk_ids = added["chunk_id"].to_pylist()
-    out = []
-    for mode, entries in by_mode.items():
-        fold = common.fold_case if mode == "ilike" else _same
-        automaton = _automaton(entries, fold)
-        for chunk_id, document in zip(chunk_ids, documents, strict=True):
-            held = {i for _, ids in automaton.iter(fold(document)) for i in ids}
-            out += [(entry_id, chunk_id) for entry_id in held]
-    return out
-
-
-def _same(text: str) -> str:
-    return text
-
-
-def _automaton(entries: list[tuple[int, str]], fold) -> ahocorasick.Automaton:
-    """Variant text (folded for ILIKE) -> the ids of the entries kept under it."""
-    ids_of: dict[str, list[int]] = defaultdict(list)
-    for entry_id, text in entries:
-        ids_of[fold(text)].append(entry_id)
-    automaton = ahocorasick.Automaton()
-    for text, ids in ids_of.items():
-        automaton.add_word(text, ids)
-    automaton.make_automaton()
-    return automaton
-
-
-def _entity_pairs(conn, names: Names, added: pa.Table) -> list[tuple[int, str]]:
-    """(entry id, chunk id) where a new chunk may sort before the entry's last member."""
-    rows = conn.execute(
-        sql.SQL(
-            "SELECT id, vector, complete, cardinality(ids), distances[cardinality(ids)] "
-            "FROM {e} WHERE kind = %s AND listed"
-        ).format(e=schema.terms_table(names)),
-        [ENTITY],
-    ).fetchall()
-    rows = [r for r in rows if r[2] or r[3]]  # an empty incomplete list takes nobody
-    if not rows:
-        return []
-    ids = np.asarray([r[0] for r in rows])
-    vectors = common.unit_rows(np.stack([as_array(r[1]) for r in rows]))
-    takes_all = np.asarray([bool(r[2]) for r in rows])
-    last = np.asarray([r[4] if r[4] is not None else 0.0 for r in rows], dtype=np.float64)
-    chunk_ids = added["chunk_id"].to_pylist()
-    matrix = common.embedding_matrix(added)
-    out = []
-    for start in range(0, len(chunk_ids), BLOCK_ROWS):
-        block = common.unit_rows(matrix[start : start + BLOCK_ROWS])
-        distance = 1.0 - block @ vectors.T
-        near = takes_all[None, :] | (distance <= last[None, :] + MARGIN)
-        for row, col in zip(*np.nonzero(near), strict=True):
-            out.append((int(ids[col]), chunk_ids[start + row]))
-    return out
-
-
-def as_array(value) -> np.ndarray:
-    """A vector column's value as float32 (pgvector's binary loader gives a Vector object)."""
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32)
-
-
 def _affected(conn, names: Names, entry_ids: list[int], deleted: list[str]) -> list[Entry]:
-    if not entry_ids and not deleted:
-        return []
-    query = sql.SQL("SELECT {cols} FROM {e} e WHERE e.id = ANY(%s) OR {members} && %s").format(
-        cols=sql.SQL(", ").join(sql.Identifier("e", c) for c in _STATE),
-        e=schema.terms_table(names),
-        members=schema.members(),
-    )
-    rows = conn.execute(query, [entry_ids, deleted]).fetchall()
-    return [_entry(row) for row in rows]
+    """The entries a pair names or a deleted chunk is a member of (the members index finds
+    those; one OR of both would read every entry)."""
+    columns = sql.SQL(", ").join(sql.Identifier("e", c) for c in _STATE)
+    found: dict[int, Entry] = {}
+    if entry_ids:
+        query = sql.SQL("SELECT {cols} FROM {e} e WHERE e.id = ANY(%s)").format(
+            cols=columns, e=schema.terms_table(names)
+        )
+        found |= {row[0]: _entry(row) for row in conn.execute(query, [entry_ids])}
+    if deleted:
+        query = sql.SQL("SELECT {cols} FROM {e} e WHERE {members} && %s").format(
+            cols=columns, e=schema.terms_table(names), members=schema.members()
+        )
+        with _index_only(conn):
+            found |= {row[0]: _entry(row) for row in conn.execute(query, [deleted])}
+    return list(found.values())
+
+
+@contextmanager
+def _index_only(conn) -> Iterator[None]:
+    """The planner takes a long array's overlap for unselective and would compare it with
+    every entry (a nested loop per row); the members index answers it per deleted chunk."""
+    conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
+    try:
+        yield
+    finally:
+        conn.execute("SELECT set_config('enable_seqscan', 'on', true)")
 
 
 def _entry(row: tuple) -> Entry:
@@ -232,42 +168,45 @@ def _entry(row: tuple) -> Entry:
     return Entry(**values)
 
 
-def _candidates(conn, names, entries, pairs, added) -> dict[int, list[Candidate]]:
-    """Each pair's exact distance (for a listed entry) and whether its chunk is an abstract."""
-    abstract = dict(
-        zip(added["chunk_id"].to_pylist(), added["chunk_index"].to_pylist(), strict=True)
-    ) if added is not None else {}  # fmt: skip
-    listed = {e.id for e in entries if e.listed}
-    wanted = [(i, c) for i in pairs for c in pairs[i] if i in listed]
+def _candidates(conn, names, pairs: Pairs, added) -> dict[int, list[Candidate]]:
+    """Each pair as a candidate: its exact distance when near (a listed entry's list may take
+    it), whether its chunk is an abstract."""
+    if not len(pairs):
+        return {}
+    chunk_ids = np.asarray(added["chunk_id"].to_pylist(), dtype=object)
+    abstract = added["chunk_index"].to_numpy(zero_copy_only=False) == 0
+    near = np.flatnonzero(pairs.near)
     distance = {}
-    if wanted:
+    if len(near):
         query = sql.SQL(
             "SELECT p.entry, p.chunk_id, c.embedding <=> e.vector "
             "FROM unnest(%s::bigint[], %s::text[]) AS p(entry, chunk_id) "
             "JOIN {e} e ON e.id = p.entry JOIN {t} c ON c.chunk_id = p.chunk_id"
         ).format(e=schema.terms_table(names), t=names.ident())
-        rows = conn.execute(query, [[i for i, _ in wanted], [c for _, c in wanted]]).fetchall()
-        distance = {(i, c): d for i, c, d in rows}
+        params = [pairs.entries[near].tolist(), chunk_ids[pairs.rows[near]].tolist()]
+        distance = {(i, c): d for i, c, d in conn.execute(query, params)}
     out: dict[int, list[Candidate]] = defaultdict(list)
-    for entry_id, chunk_ids in pairs.items():
-        for chunk_id in chunk_ids:
-            out[entry_id].append(
-                Candidate(chunk_id, distance.get((entry_id, chunk_id)), abstract[chunk_id] == 0)
-            )
+    for entry_id, row in zip(pairs.entries.tolist(), pairs.rows.tolist(), strict=True):
+        chunk_id = chunk_ids[row]
+        out[entry_id].append(
+            Candidate(chunk_id, distance.get((entry_id, chunk_id)), bool(abstract[row]))
+        )
     return out
 
 
 def _write(conn, names: Names, entries: Sequence[Entry]) -> None:
+    """The changed entries in one statement (a row per entry, as JSON: lists of any length)."""
     if not entries:
         return
+    fields = ("ids", "distances", "complete", "witness", "witness_known", "abstract_witness",
+              "abstract_known", "id")  # fmt: skip
     query = sql.SQL(
-        "UPDATE {e} SET ids = %s, distances = %s, complete = %s, witness = %s, "
-        "witness_known = %s, abstract_witness = %s, abstract_known = %s WHERE id = %s"
+        "UPDATE {e} e SET ids = x.ids, distances = x.distances, complete = x.complete, "
+        "witness = x.witness, witness_known = x.witness_known, "
+        "abstract_witness = x.abstract_witness, abstract_known = x.abstract_known "
+        "FROM jsonb_to_recordset(%s::jsonb) AS x(ids text[], distances float8[], "
+        "complete boolean, witness text, witness_known boolean, abstract_witness text, "
+        "abstract_known boolean, id bigint) WHERE e.id = x.id"
     ).format(e=schema.terms_table(names))
-    params = [
-        [list(e.ids), list(e.distances), e.complete, e.witness, e.witness_known,
-         e.abstract_witness, e.abstract_known, e.id]
-        for e in entries
-    ]  # fmt: skip
-    with conn.cursor() as cur:
-        cur.executemany(query, params)
+    rows = [{f: getattr(e, f) for f in fields} for e in entries]
+    conn.execute(query, [json.dumps(rows)])

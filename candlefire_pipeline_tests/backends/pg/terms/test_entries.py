@@ -127,9 +127,16 @@ def test_an_entity_entry_takes_no_witness():
     assert kept.ids == ("m", "a") and kept.witness is None
 
 
-def test_a_listed_entry_refuses_a_candidate_without_a_distance():
+def test_a_complete_entry_refuses_a_candidate_without_a_distance():
+    entry = listed("a", (0.1,), complete=True)
     with pytest.raises(ValueError, match="no distance"):
-        with_candidates(listed("a", (0.1,)), [Candidate("m", None, False)], cap=40)
+        with_candidates(entry, [Candidate("m", None, False)], cap=40)
+
+
+def test_a_candidate_without_a_distance_stays_out_of_the_list_but_may_witness():
+    entry = listed("a", (0.1,))
+    kept = with_candidates(entry, [Candidate("m", None, True)], cap=40)
+    assert kept.ids == ("a",) and (kept.witness, kept.abstract_witness) == ("m", "m")
 
 
 @pytest.mark.parametrize("bad", [{"kind": "other"}, {"ids": ("a",)}])

@@ -1,0 +1,178 @@
+"""Which kept entries a write's new chunks may change, found in the writer's process.
+
+One read of the kept texts (binary, vectors included), then each new document is scanned once
+(Aho-Corasick over the keyword variants, whatever their number) and every new vector is compared
+with the kept vectors in numpy (float32, blocks bounded in memory). A pair is `near` when numpy
+puts the chunk within MARGIN of the entry's last member, or the entry takes every candidate:
+only near pairs get their exact distance from Postgres (the `<=>` a fresh query computes). A far
+pair can never enter the list, so it matters only where it may become a witness; the others are
+dropped here, which keeps the exact checks proportional to what can change, not to the holders.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import ahocorasick
+import numpy as np
+import psycopg
+import pyarrow as pa
+from psycopg import sql
+
+from candlefire_pipeline.backends import common
+from candlefire_pipeline.backends.pg.sql import Names
+from candlefire_pipeline.backends.pg.terms import schema
+from candlefire_pipeline.backends.pg.terms.entries import ENTITY, KEYWORD
+
+#: A pair is near when numpy's float32 cosine puts it this close to the entry's last member:
+#: float32 sums in another order differ by ~1e-7, pgvector's from numpy's too.
+MARGIN = 1e-4
+#: Cells (new rows x kept vectors) per matrix product: bounds its memory (~16 MB of float32).
+BLOCK_CELLS = 1 << 22
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The kept texts as one read: parallel arrays, one element per entry."""
+
+    ids: np.ndarray  # entry id
+    kinds: np.ndarray  # ENTITY / KEYWORD
+    modes: list[str]  # a keyword entry's substring mode (like / ilike)
+    texts: list[str]
+    listed: np.ndarray  # holds a ranked list
+    takes_all: np.ndarray  # a complete list: every new candidate enters
+    last: np.ndarray  # the last member's distance (-inf: an empty list that takes nobody)
+    open_witness: np.ndarray  # no witness, or one this write deleted
+    open_abstract: np.ndarray  # no abstract witness, or one this write deleted
+    vectors: np.ndarray  # unit rows (zeros where an entry has no vector)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """(entry id, new row) pairs that may change an entry; `near` ones need an exact distance."""
+
+    entries: np.ndarray
+    rows: np.ndarray
+    near: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: int) -> Kept:
+    """Every kept entry's matching state, in one binary statement."""
+    query = sql.SQL(
+        "SELECT id, kind, split_part(recipe, ';', 1), text, listed, complete, cardinality(ids), "
+        "distances[cardinality(ids)], witness IS NULL OR witness = ANY(%s), "
+        "abstract_witness IS NULL OR abstract_witness = ANY(%s), vector FROM {e}"
+    ).format(e=schema.terms_table(names))
+    rows = conn.execute(query, [deleted, deleted], binary=True).fetchall()
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 11
+    count = np.asarray(columns[6], dtype=np.int64)
+    last = np.asarray([d if d is not None else -np.inf for d in columns[7]], dtype=np.float64)
+    return Kept(
+        ids=np.asarray(columns[0], dtype=np.int64), kinds=np.asarray(columns[1], dtype=object),
+        modes=list(columns[2]), texts=list(columns[3]),
+        listed=np.asarray(columns[4], dtype=bool), takes_all=np.asarray(columns[5], dtype=bool),
+        last=np.where(count > 0, last, -np.inf),
+        open_witness=np.asarray(columns[8], dtype=bool),
+        open_abstract=np.asarray(columns[9], dtype=bool),
+        vectors=_unit_vectors(columns[10], dim),
+    )  # fmt: skip
+
+
+def as_array(value) -> np.ndarray:
+    """A vector column's value as float32 (pgvector's binary loader gives a Vector object)."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def _unit_vectors(values, dim: int) -> np.ndarray:
+    matrix = np.zeros((len(values), dim), dtype=np.float32)
+    for i, value in enumerate(values):
+        if value is not None:
+            matrix[i] = as_array(value)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+    return (matrix / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
+
+
+def find_pairs(kept: Kept, added: pa.Table) -> Pairs:
+    """Every (entry, new row) pair that may change an entry, keyword and entity."""
+    abstract = np.asarray(added["chunk_index"].to_numpy(zero_copy_only=False) == 0)
+    matrix = common.unit_rows(common.embedding_matrix(added))
+    held_e, held_r = _keyword_holders(kept, added["document"].to_pylist())
+    near = _near(kept, matrix, held_e, held_r)
+    keep = near | kept.open_witness[held_e] | (kept.open_abstract[held_e] & abstract[held_r])
+    ent_e, ent_r = _entity_pairs(kept, matrix)
+    return Pairs(
+        entries=kept.ids[np.concatenate([held_e[keep], ent_e])],
+        rows=np.concatenate([held_r[keep], ent_r]),
+        near=np.concatenate([near[keep], np.ones(len(ent_e), dtype=bool)]),
+    )
+
+
+def _keyword_holders(kept: Kept, documents: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(entry index, row index) for every kept variant a new document holds, per mode."""
+    by_mode: dict[str, list[int]] = defaultdict(list)
+    for index in np.flatnonzero(kept.kinds == KEYWORD):
+        by_mode[kept.modes[index]].append(int(index))
+    entries: list[int] = []
+    rows: list[int] = []
+    for mode, indexes in by_mode.items():
+        fold = common.fold_case if mode == "ilike" else _same
+        automaton = _automaton([(i, kept.texts[i]) for i in indexes], fold)
+        for row, document in enumerate(documents):
+            held = {i for _, found in automaton.iter(fold(document)) for i in found}
+            entries += held
+            rows += [row] * len(held)
+    return np.asarray(entries, dtype=np.int64), np.asarray(rows, dtype=np.int64)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _automaton(entries: list[tuple[int, str]], fold) -> ahocorasick.Automaton:
+    """Variant text (folded for ILIKE) -> the indexes of the entries kept under it."""
+    indexes_of: dict[str, list[int]] = defaultdict(list)
+    for index, text in entries:
+        indexes_of[fold(text)].append(index)
+    automaton = ahocorasick.Automaton()
+    for text, indexes in indexes_of.items():
+        automaton.add_word(text, indexes)
+    automaton.make_automaton()
+    return automaton
+
+
+def _near(kept: Kept, matrix: np.ndarray, entries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each pair: a listed entry whose list this row may enter."""
+    near = np.zeros(len(entries), dtype=bool)
+    step = max(1, BLOCK_CELLS // matrix.shape[1])
+    for start in range(0, len(entries), step):
+        e, r = entries[start : start + step], rows[start : start + step]
+        distance = 1.0 - np.einsum("ij,ij->i", kept.vectors[e], matrix[r])
+        near[start : start + step] = kept.listed[e] & (
+            kept.takes_all[e] | (distance <= kept.last[e] + MARGIN)
+        )
+    return near
+
+
+def _entity_pairs(kept: Kept, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(entry index, row index) where a new chunk may sort before an entity's last member."""
+    columns = np.flatnonzero(
+        (kept.kinds == ENTITY) & kept.listed & (kept.takes_all | np.isfinite(kept.last))
+    )
+    if not len(columns) or not len(matrix):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    vectors, takes_all = kept.vectors[columns], kept.takes_all[columns]
+    bound = kept.last[columns] + MARGIN
+    step = max(1, BLOCK_CELLS // len(columns))
+    entries, rows = [], []
+    for start in range(0, len(matrix), step):
+        distance = 1.0 - matrix[start : start + step] @ vectors.T
+        row, col = np.nonzero(takes_all[None, :] | (distance <= bound[None, :]))
+        entries.append(columns[col])
+        rows.append(row + start)
+    return np.concatenate(entries), np.concatenate(rows)
