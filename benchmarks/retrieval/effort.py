@@ -174,7 +174,8 @@ def run(args, out) -> None:
         "",
         f"{args.size:,} chunks (the retrieval workload) first-built {args.builds} times with"
         " the rows in different orders (order 0 as generated, then two shuffles): each build its"
-        f" own HNSW graph (m 16 / ef_construction 64). {len(requests)} full `retrieve()` requests"
+        f" own HNSW graph (m {Settings.hnsw_m} / ef_construction"
+        f" {Settings.hnsw_ef_construction}). {len(requests)} full `retrieve()` requests"
         " per point, embeddings memoized (store time); recall@15 against the exact oracle (numpy"
         " cosine over the same vectors; the exact substring calls are answered once and shared,"
         " so the sweep spends its time on the ANN stages). One stage's ef_search varies, the"

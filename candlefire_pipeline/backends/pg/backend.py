@@ -138,6 +138,8 @@ class PgVectorBackend(PgReads):
             if not terms_schema.exists(self.conn, self.names):
                 log.info("adding the term cache to %s", self.names.table)
                 self._create_term_cache(dim)
+            elif terms_schema.drop_members_index(self.conn, self.names):
+                log.info("dropped the term cache's members index of %s", self.names.table)
             return False
         self.conn.execute(pg_ddl.create_meta(self.names))
         self.conn.execute(pg_ddl.create_table(self.names, dim, self.layout))

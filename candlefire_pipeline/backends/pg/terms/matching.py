@@ -45,7 +45,8 @@ class Kept:
     last: np.ndarray  # the last member's distance (-inf: an empty list that takes nobody)
     open_witness: np.ndarray  # no witness, or one this write deleted
     open_abstract: np.ndarray  # no abstract witness, or one this write deleted
-    vectors: np.ndarray  # unit rows (zeros where an entry has no vector)
+    touched: np.ndarray  # a deleted chunk is a member or a witness
+    vectors: np.ndarray | None  # unit rows (zeros where an entry has none); None: not read
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,27 @@ class Pairs:
     def __len__(self) -> int:
         return len(self.entries)
 
+    @classmethod
+    def none(cls) -> Pairs:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, bool))
 
-def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: int) -> Kept:
-    """Every kept entry's matching state, in one binary statement."""
+
+def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: int | None) -> Kept:
+    """Every kept entry's matching state in one statement; its vector when `dim` is given.
+
+    Membership is one hashed probe per member over the whole cache (a few ms per thousand
+    entries): an index on the members would be written by every keep and every upkeep, and a
+    GIN one makes each search read its pending list."""
+    vector = sql.SQL("vector_send(vector)" if dim else "NULL::bytea")
     query = sql.SQL(
         "SELECT id, kind, split_part(recipe, ';', 1), text, listed, complete, cardinality(ids), "
-        "distances[cardinality(ids)], witness IS NULL OR witness = ANY(%s), "
-        "abstract_witness IS NULL OR abstract_witness = ANY(%s), vector FROM {e}"
-    ).format(e=schema.terms_table(names))
-    rows = conn.execute(query, [deleted, deleted], binary=True).fetchall()
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 11
+        "distances[cardinality(ids)], witness IS NULL OR witness = ANY(%s::text[]), "
+        "abstract_witness IS NULL OR abstract_witness = ANY(%s::text[]), "
+        "EXISTS (SELECT 1 FROM unnest({members}) m(id) WHERE m.id = ANY(%s::text[])), {vector} "
+        "FROM {e} e"
+    ).format(e=schema.terms_table(names), members=schema.members(), vector=vector)
+    rows = conn.execute(query, [deleted] * 3).fetchall()
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 12
     count = np.asarray(columns[6], dtype=np.int64)
     last = np.asarray([d if d is not None else -np.inf for d in columns[7]], dtype=np.float64)
     return Kept(
@@ -78,7 +90,8 @@ def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: i
         last=np.where(count > 0, last, -np.inf),
         open_witness=np.asarray(columns[8], dtype=bool),
         open_abstract=np.asarray(columns[9], dtype=bool),
-        vectors=_unit_vectors(columns[10], dim),
+        touched=np.asarray(columns[10], dtype=bool),
+        vectors=_unit_vectors(columns[11], dim) if dim else None,
     )  # fmt: skip
 
 
@@ -89,11 +102,15 @@ def as_array(value) -> np.ndarray:
     return np.asarray(value, dtype=np.float32)
 
 
-def _unit_vectors(values, dim: int) -> np.ndarray:
-    matrix = np.zeros((len(values), dim), dtype=np.float32)
-    for i, value in enumerate(values):
-        if value is not None:
-            matrix[i] = as_array(value)
+def _unit_vectors(sent: tuple, dim: int) -> np.ndarray:
+    """pgvector's binary form (int16 dim, int16 unused, big-endian float32s) as unit rows:
+    one buffer for all, where a loader per value costs more than the matrix product."""
+    layout = np.dtype([("dim", ">i2"), ("unused", ">i2"), ("values", ">f4", (dim,))])
+    present = np.asarray([value is not None for value in sent], dtype=bool)
+    matrix = np.zeros((len(sent), dim), dtype=np.float32)
+    if present.any():
+        packed = np.frombuffer(b"".join(v for v in sent if v is not None), dtype=layout)
+        matrix[present] = packed["values"]
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
     return (matrix / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
 

@@ -65,19 +65,25 @@ def create_statements(names: Names, dim: int) -> list[sql.Composed]:
             used_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (kind, recipe, model_id, text))"""
         ).format(e=terms, dim=sql.Literal(int(dim))),
-        # the chunks an entry names: a delete finds the entries it touches without a scan
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {i} ON {e} USING gin ((ids || ARRAY["
-            "coalesce(witness, ''), coalesce(abstract_witness, '')]))"
-        ).format(i=names.ident("_terms_members"), e=terms),
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {e} (used_at)").format(
             i=names.ident("_terms_used"), e=terms
         ),
     ]
 
 
+def drop_members_index(conn: psycopg.Connection, names: Names) -> bool:
+    """Drop the GIN index on the members that earlier versions built: every keep and every
+    upkeep wrote it, and its pending list made each writer's search slower than the hashed
+    pass over the cache that replaced it (matching.py). True when there was one."""
+    index = names.ident("_terms_members").as_string(conn)
+    if conn.execute("SELECT to_regclass(%s) IS NULL", [index]).fetchone()[0]:
+        return False
+    conn.execute(sql.SQL("DROP INDEX {i}").format(i=names.ident("_terms_members")))
+    return True
+
+
 def members(alias: str = "e") -> sql.Composed:
-    """The expression the members index covers (listed ids and both witnesses)."""
+    """An entry's members: its listed ids and both witnesses."""
     return sql.SQL(
         "({a}.ids || ARRAY[coalesce({a}.witness, ''), coalesce({a}.abstract_witness, '')])"
     ).format(a=sql.Identifier(alias))

@@ -2,7 +2,7 @@
 the chunks, at the cost of the drop.
 
 After a write's DELETE and COPY, inside its transaction:
-- the deleted chunk ids leave every entry that names them (the members index finds those);
+- the deleted chunk ids leave every entry that names them;
 - the new chunks are matched against the kept texts (matching.py: each document read once,
   each vector compared with the kept vectors in numpy); the pairs that may enter a list get
   their exact distance from Postgres (the `<=>` a fresh query computes), and enter when they
@@ -21,8 +21,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,53 +112,36 @@ def clear_all(conn: psycopg.Connection, names: Names, reason: str) -> UpkeepRepo
 
 
 def _maintain(conn, names, deleted, added, cap, report) -> None:
-    pairs = Pairs(*(np.zeros(0, dtype=dtype) for dtype in (np.int64, np.int64, bool)))
-    if added is not None and added.num_rows:
-        dim = common.rows_dim(added)
-        pairs = matching.find_pairs(matching.read_kept(conn, names, sorted(deleted), dim), added)
+    adds = added is not None and added.num_rows > 0
+    if not adds and not deleted:
+        return
+    dim = common.rows_dim(added) if adds else None
+    kept = matching.read_kept(conn, names, sorted(deleted), dim)
+    pairs = matching.find_pairs(kept, added) if adds else Pairs.none()
     report.pairs = len(pairs)
-    entries = _affected(conn, names, sorted(set(pairs.entries.tolist())), sorted(deleted))
+    wanted = set(pairs.entries.tolist()) | set(kept.ids[kept.touched].tolist())
+    entries = _entries(conn, names, sorted(wanted))
     report.entries = len(entries)
     if not entries:
         return
     candidates = _candidates(conn, names, pairs, added)
     changed = []
     for entry in entries:
-        kept = with_candidates(without(entry, deleted), candidates.get(entry.id, ()), cap)
-        if kept != entry:
-            changed.append(kept)
+        kept_entry = with_candidates(without(entry, deleted), candidates.get(entry.id, ()), cap)
+        if kept_entry != entry:
+            changed.append(kept_entry)
     _write(conn, names, changed)
     report.changed = len(changed)
 
 
-def _affected(conn, names: Names, entry_ids: list[int], deleted: list[str]) -> list[Entry]:
-    """The entries a pair names or a deleted chunk is a member of (the members index finds
-    those; one OR of both would read every entry)."""
-    columns = sql.SQL(", ").join(sql.Identifier("e", c) for c in _STATE)
-    found: dict[int, Entry] = {}
-    if entry_ids:
-        query = sql.SQL("SELECT {cols} FROM {e} e WHERE e.id = ANY(%s)").format(
-            cols=columns, e=schema.terms_table(names)
-        )
-        found |= {row[0]: _entry(row) for row in conn.execute(query, [entry_ids])}
-    if deleted:
-        query = sql.SQL("SELECT {cols} FROM {e} e WHERE {members} && %s").format(
-            cols=columns, e=schema.terms_table(names), members=schema.members()
-        )
-        with _index_only(conn):
-            found |= {row[0]: _entry(row) for row in conn.execute(query, [deleted])}
-    return list(found.values())
-
-
-@contextmanager
-def _index_only(conn) -> Iterator[None]:
-    """The planner takes a long array's overlap for unselective and would compare it with
-    every entry (a nested loop per row); the members index answers it per deleted chunk."""
-    conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
-    try:
-        yield
-    finally:
-        conn.execute("SELECT set_config('enable_seqscan', 'on', true)")
+def _entries(conn, names: Names, entry_ids: list[int]) -> list[Entry]:
+    if not entry_ids:
+        return []
+    query = sql.SQL("SELECT {cols} FROM {e} e WHERE e.id = ANY(%s)").format(
+        cols=sql.SQL(", ").join(sql.Identifier("e", c) for c in _STATE),
+        e=schema.terms_table(names),
+    )
+    return [_entry(row) for row in conn.execute(query, [entry_ids])]
 
 
 def _entry(row: tuple) -> Entry:
@@ -178,10 +160,14 @@ def _candidates(conn, names, pairs: Pairs, added) -> dict[int, list[Candidate]]:
     near = np.flatnonzero(pairs.near)
     distance = {}
     if len(near):
+        # each chunk and each entry read once, then joined to the pairs by hash
         query = sql.SQL(
+            "WITH p AS (SELECT * FROM unnest(%s::bigint[], %s::text[]) AS p(entry, chunk_id)), "
+            "e AS MATERIALIZED (SELECT id, vector FROM {e} WHERE id IN (SELECT entry FROM p)), "
+            "c AS MATERIALIZED (SELECT chunk_id, embedding FROM {t} "
+            "WHERE chunk_id IN (SELECT chunk_id FROM p)) "
             "SELECT p.entry, p.chunk_id, c.embedding <=> e.vector "
-            "FROM unnest(%s::bigint[], %s::text[]) AS p(entry, chunk_id) "
-            "JOIN {e} e ON e.id = p.entry JOIN {t} c ON c.chunk_id = p.chunk_id"
+            "FROM p JOIN e ON e.id = p.entry JOIN c ON c.chunk_id = p.chunk_id"
         ).format(e=schema.terms_table(names), t=names.ident())
         params = [pairs.entries[near].tolist(), chunk_ids[pairs.rows[near]].tolist()]
         distance = {(i, c): d for i, c, d in conn.execute(query, params)}

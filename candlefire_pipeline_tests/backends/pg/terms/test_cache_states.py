@@ -197,3 +197,21 @@ def test_a_variant_held_by_many_chunks_is_walked_with_its_substring_as_filter(
 def test_texts_must_come_one_per_vector(store):
     with pytest.raises(ValueError, match="one per query vector"):
         store.semantic_candidates(vectors(NAMES), N, stage="entities", texts=list(NAMES[:2]))
+
+
+def test_a_write_drops_the_members_index_earlier_versions_built_and_stays_exact(store, corpus):
+    warm(store, N)
+    index = store.names.ident("_terms_members")
+    store.conn.execute(
+        sql.SQL(
+            "CREATE INDEX {i} ON {e} USING gin ((ids || ARRAY[coalesce(witness, ''), "
+            "coalesce(abstract_witness, '')]))"
+        ).format(i=index, e=schema.terms_table(store.names))
+    )
+    present = "SELECT to_regclass(%s) IS NOT NULL"
+    assert store.conn.execute(present, [index.as_string(store.conn)]).fetchone()[0]
+    pmids = sorted(corpus.papers)[:4]
+    corpus.replace(pmids)
+    store.replace_papers(corpus.rows(pmids))
+    assert not store.conn.execute(present, [index.as_string(store.conn)]).fetchone()[0]
+    assert store.last_upkeep.changed > 0 and differences(store) == [] and valid(store)

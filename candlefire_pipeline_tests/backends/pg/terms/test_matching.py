@@ -1,0 +1,68 @@
+"""The writer's matching in numpy: pgvector's binary vectors read in one buffer, and which
+(entry, new row) pairs may change an entry."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from candlefire_pipeline.backends.pg.terms.entries import ENTITY, KEYWORD
+from candlefire_pipeline.backends.pg.terms.matching import Kept, _unit_vectors, find_pairs
+
+
+def sent(values: list[float]) -> bytes:
+    """pgvector's vector_send: int16 dim, int16 unused, big-endian float32s."""
+    return struct.pack(f">hh{len(values)}f", len(values), 0, *values)
+
+
+def test_binary_vectors_are_read_as_unit_rows_and_a_missing_one_as_zeros():
+    matrix = _unit_vectors((sent([3.0, 4.0]), None, sent([0.0, 2.0])), 2)
+    assert matrix.dtype == np.float32
+    np.testing.assert_allclose(matrix, [[0.6, 0.8], [0.0, 0.0], [0.0, 1.0]], rtol=1e-6)
+
+
+def kept(**columns) -> Kept:
+    base = dict(
+        ids=np.asarray([10, 11, 12]), kinds=np.asarray([KEYWORD, KEYWORD, ENTITY], dtype=object),
+        modes=["like", "like", ""], texts=["SOD1", "TDP", "name"],
+        listed=np.asarray([True, False, True]), takes_all=np.asarray([False, False, False]),
+        last=np.asarray([0.1, -np.inf, 0.1]), open_witness=np.asarray([False, False, True]),
+        open_abstract=np.asarray([False, True, True]), touched=np.zeros(3, dtype=bool),
+        vectors=np.asarray([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0]], dtype=np.float32),
+    )  # fmt: skip
+    return Kept(**{**base, **columns})
+
+
+def added(rows: list[tuple[str, int, str, list[float]]]) -> pa.Table:
+    return pa.table({
+        "chunk_id": [r[0] for r in rows], "chunk_index": [r[1] for r in rows],
+        "document": [r[2] for r in rows],
+        "embedding": pa.array([r[3] for r in rows], type=pa.list_(pa.float32(), 2)),
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        # near the variant's vector and holding it: a keyword pair and an entity pair, both near
+        (("a", 1, "has SOD1", [1.0, 0.05]), {(10, True), (12, True)}),
+        # holding it but far: it cannot enter the list and the witness is known, so nothing
+        (("b", 1, "has SOD1", [0.0, 1.0]), set()),
+        # far, holding a grounding-only variant as an abstract: a witness pair, not near
+        (("c", 0, "has TDP", [0.0, 1.0]), {(11, False)}),
+        # holding no variant, near the entity name
+        (("d", 1, "nothing", [1.0, 0.0]), {(12, True)}),
+    ],
+)
+def test_pairs_are_the_ones_that_may_change_an_entry(row, expected):
+    pairs = find_pairs(kept(), added([row]))
+    assert set(zip(pairs.entries.tolist(), pairs.near.tolist(), strict=True)) == expected
+
+
+def test_a_complete_list_takes_every_holder_however_far():
+    pairs = find_pairs(kept(takes_all=np.asarray([True, False, False])),
+                       added([("b", 1, "has SOD1", [0.0, 1.0])]))  # fmt: skip
+    assert (pairs.entries.tolist(), pairs.near.tolist()) == ([10], [True])
