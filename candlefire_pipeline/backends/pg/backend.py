@@ -32,6 +32,7 @@ from candlefire_pipeline.backends.pg.reads import PgReads
 from candlefire_pipeline.backends.pg.terms import schema as terms_schema
 from candlefire_pipeline.backends.pg.terms import upkeep as terms_upkeep
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams, TermCache
+from candlefire_pipeline.backends.pg.terms.sample import DocumentSample
 from candlefire_pipeline.redact import redact_dsn
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class PgVectorBackend(PgReads):
         #: this backend would otherwise run one stage's query with another stage's ef_search
         self._searching = threading.Lock()
         self._rows = RowEstimate()
+        self.document_sample = DocumentSample()
         self._conn = self._open()
         #: The model once the table is known to exist (and its layout checked); reads skip the
         #: catalog lookups then.

@@ -66,30 +66,44 @@ def entity_entries(store, ef: int, texts, vectors: np.ndarray, depth: int) -> li
 
 def keyword_entries(store, ef: int, walks: bool, variants, vectors, depth: int) -> list[Entry]:
     """Each variant's `depth` holders nearest its vector, its witnesses; a variant held by more
-    than walk_threshold() chunks is walked (when `walks` and the table is walked at all)."""
-    limit = None  # a small table (searched without a graph walk) ranks every holder
+    than walk_threshold() chunks is walked (when `walks` and the table is walked at all): the
+    ones the document sample shows frequent at once, the others after a probe finds them so."""
+    limit, sampled = None, [False] * len(variants)  # a small table ranks every holder
     if walks and not store.exact_scan():
-        limit = walk_threshold(store.row_estimate(), depth) + 1
+        rows = store.row_estimate()
+        limit = walk_threshold(rows, depth) + 1
+        sampled = store.document_sample.frequent(
+            store.conn, store.names, store.substring_mode, variants, rows, limit - 1
+        )
+    entries = [Entry(KEYWORD, v, listed=True) for v in variants]
+    probed = [i for i, frequent in enumerate(sampled) if not frequent]
+    walked = [i for i, frequent in enumerate(sampled) if frequent]
+    if probed:
+        walked += _probe(store, entries, probed, vectors, limit, depth)
+    if walked:
+        _walk_keywords(store, ef, entries, sorted(walked), vectors, depth)
+    return entries
+
+
+def _probe(store, entries, probed: list[int], vectors, limit: int | None, depth: int) -> list:
+    """Rank the holders of these variants exactly (up to `limit`); the ones past it to walk."""
     query, params = cold.probe_query(
-        store.names, store.substring_mode, list(variants), list(vectors), limit, depth
-    )
+        store.names, store.substring_mode, [entries[i].text for i in probed],
+        [vectors[i] for i in probed], limit, depth,
+    )  # fmt: skip
     with store.plan(cold.PROBE_PLAN):
-        probed = store.conn.execute(query, params).fetchall()
-    entries, frequent = [], []
-    for i, ((_, holders, witness, abstract, ids, distances), variant) in enumerate(
-        zip(probed, variants, strict=True)
-    ):
+        rows = store.conn.execute(query, params).fetchall()
+    frequent = []
+    for i, (_, holders, witness, abstract, ids, distances) in zip(probed, rows, strict=True):
         whole = limit is None or holders < limit
-        entries.append(Entry(
-            KEYWORD, variant, listed=True, ids=tuple(ids), distances=tuple(distances),
+        entries[i] = replace(
+            entries[i], ids=tuple(ids), distances=tuple(distances),
             complete=whole and holders <= depth, witness=witness, witness_known=True,
             abstract_witness=abstract, abstract_known=whole or abstract is not None,
-        ))  # fmt: skip
+        )  # fmt: skip
         if not whole:
             frequent.append(i)
-    if frequent:
-        _walk_keywords(store, ef, entries, frequent, vectors, depth)
-    return entries
+    return frequent
 
 
 def _walk_keywords(store, ef, entries, frequent, vectors, depth) -> None:
@@ -102,7 +116,23 @@ def _walk_keywords(store, ef, entries, frequent, vectors, depth) -> None:
         approximate = len(hits) >= depth
         if not approximate:
             hits = _exact_keyword(store, entries[i].text, vectors[i], depth)
-        entries[i] = _listed(entries[i], hits, approximate=approximate, complete=False)
+        complete = not approximate and len(hits) < depth
+        entry = _witnesses_from(entries[i], [row for row, _ in hits], complete)
+        entries[i] = _listed(entry, hits, approximate=approximate, complete=complete)
+
+
+def _witnesses_from(entry: Entry, rows: list, complete: bool) -> Entry:
+    """Grounding facts from a list's rows, where the probe gave none (a sampled variant):
+    every listed row holds the variant; a complete list holds every holder."""
+    if entry.witness_known:
+        return entry
+    ids = sorted(r["chunk_id"] for r in rows)
+    abstracts = sorted(r["chunk_id"] for r in rows if r["chunk_index"] == 0)
+    return replace(
+        entry, witness=ids[0] if ids else None, witness_known=bool(ids) or complete,
+        abstract_witness=abstracts[0] if abstracts else None,
+        abstract_known=bool(abstracts) or complete,
+    )  # fmt: skip
 
 
 def _exact_keyword(store, variant: str, vector: np.ndarray, depth: int) -> list:

@@ -14,7 +14,7 @@ from psycopg import sql
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.backends.pg.layout import AnnParams
 from candlefire_pipeline.backends.pg.roles import ensure_reader_role
-from candlefire_pipeline.backends.pg.terms import schema, upkeep
+from candlefire_pipeline.backends.pg.terms import compute, schema, upkeep
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams
 from candlefire_pipeline_tests.backends.pg.terms.corpus import NAMES, VARIANTS, Corpus, vectors
 from candlefire_pipeline_tests.backends.pg.terms.helpers import (
@@ -215,3 +215,30 @@ def test_a_write_drops_the_members_index_earlier_versions_built_and_stays_exact(
     store.replace_papers(corpus.rows(pmids))
     assert not store.conn.execute(present, [index.as_string(store.conn)]).fetchone()[0]
     assert store.last_upkeep.changed > 0 and differences(store) == [] and valid(store)
+
+
+def test_a_variant_the_sample_shows_frequent_is_walked_without_a_probe(
+    make_backend, corpus, monkeypatch
+):
+    store = make_backend("pgvector", ann=AnnParams(full_scan_rows=0), cache=CacheParams(depth=6))
+    store.replace_papers(corpus.rows(corpus.add(300)))
+    store.conn.execute(sql.SQL("ANALYZE {t}").format(t=store.names.ident()))
+    probed = []
+    probe = compute._probe
+    monkeypatch.setattr(compute, "_probe", lambda s, e, idx, *a: probed.extend(idx) or probe(
+        s, e, idx, *a))  # fmt: skip
+    store.substring_candidates(["motor"], vectors(["motor"]), N)
+    (entry,) = kept(store)
+    assert probed == [] and entry["approximate"]
+    holds = sql.SQL("SELECT document LIKE '%%motor%%', chunk_index FROM {t} WHERE chunk_id = %s")
+    for witness, abstract in ((entry["witness"], False), (entry["abstract_witness"], True)):
+        if witness is not None:  # a walked row holds the variant; an abstract one is chunk 0
+            held, index = store.conn.execute(holds.format(t=store.names.ident()),
+                                             [witness]).fetchone()  # fmt: skip
+            assert held and (index == 0 or not abstract)
+    uncached = PgVectorBackend(store._dsn, table=store.names.table,
+                               cache=CacheParams(enabled=False))  # fmt: skip
+    try:
+        assert store.ground_terms([["motor"]]) == uncached.ground_terms([["motor"]])
+    finally:
+        uncached.close()
