@@ -30,11 +30,7 @@ from candlefire_pipeline.operations.retirement.rebuild import (
 )
 from candlefire_pipeline.operations.retirement.soak import soak_evidence
 from candlefire_pipeline.operations.retirement.view import store_writes
-from candlefire_pipeline.operations.serving.commands import (
-    history_dsn,
-    operator,
-    refusal,
-)
+from candlefire_pipeline.operations.serving.commands import Order, history_dsn, refusal
 from candlefire_pipeline.operations.serving.history import history
 from candlefire_pipeline.operations.serving.machine import (
     RETIRE,
@@ -42,7 +38,6 @@ from candlefire_pipeline.operations.serving.machine import (
     Evidence,
     Outcome,
     read_state,
-    require_reason,
     sync_history,
     transition,
 )
@@ -83,8 +78,7 @@ def _reference_p95(report) -> float | None:
 def retire(
     settings: Settings,
     store: str,
-    reason: str,
-    actor: str | None = None,
+    order: Order,
     delete_files: bool = False,
     now: datetime | None = None,
     say: Callable[[str], None] = lambda _: None,
@@ -92,7 +86,6 @@ def retire(
     """Stop writing `store` if the soak's evidence holds (judged at `now`); with delete_files,
     once it is retired (now or before), export its ledger state and delete its files."""
     check_retirable(store)
-    require_reason("retire", reason)
     current = read_state(settings.serving_file)
     try:
         dsn = resolve_dsn(settings)
@@ -110,7 +103,7 @@ def retire(
         report, gates = latest_evaluation(settings)
         evidence = replace(Evidence.of(report, gates), soak=soak,
                            reference_p95_ms=_reference_p95(report))  # fmt: skip
-        outcome = transition(settings, RETIRE, reason, actor or operator(), evidence, dsn=dsn)
+        outcome = transition(settings, RETIRE, order.reason, order.actor, evidence, dsn=dsn)
     retirement = outcome.state.retired.get(store)
     if not delete_files or retirement is None:
         return Retired(outcome)
@@ -149,20 +142,17 @@ def _checked(settings: Settings, store: str, opener: Opener) -> Rebuilt:
 def unretire(
     settings: Settings,
     store: str,
-    reason: str,
-    actor: str | None = None,
+    order: Order,
     opener: Opener = opened_backend,
     say: Callable[[str], None] = lambda _: None,
 ) -> Outcome:
     """Rebuild `store` from the ledger, check it, and only then make it a rollback target."""
     check_retirable(store)
-    require_reason("unretire", reason)
-    actor = actor or operator()
     if store not in read_state(settings.serving_file).retired:  # nothing to rebuild
-        return transition(settings, UNRETIRE, reason, actor, dsn=history_dsn(settings))
+        return transition(settings, UNRETIRE, order.reason, order.actor, dsn=history_dsn(settings))
     _rebuild_all(settings, store, opener, say)  # the long part: drops may land meanwhile
     with store_writes(settings, store):
         proof = _checked(settings, store, opener)
         say(proof.describe() + ("" if proof.clean else f": DIFFERS {proof.differing}"))
-        return transition(settings, UNRETIRE, reason, actor, Evidence(rebuilt=proof),
+        return transition(settings, UNRETIRE, order.reason, order.actor, Evidence(rebuilt=proof),
                           dsn=history_dsn(settings))  # fmt: skip
