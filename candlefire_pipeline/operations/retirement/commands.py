@@ -113,9 +113,9 @@ def retire(
 
 
 def _rebuild_all(settings: Settings, store: str, opener: Opener, say) -> None:
-    for target in targets(settings):
+    for target in targets(settings, store):
         with opener(store, target.settings) as backend:
-            report = rebuild(backend, target.batches_dir)
+            report = rebuild(backend, target.ledger)
         say(f"{store}/{target.generation}: {report.papers_rewritten} papers written "
             f"({report.rows_written} chunks), {report.papers_deleted} deleted")  # fmt: skip
 
@@ -124,10 +124,10 @@ def _checked(settings: Settings, store: str, opener: Opener) -> Rebuilt:
     """Catch up with what was written meanwhile, check every target, and record a clean one's
     batches as applied (the caller holds the store's write lock)."""
     views, totals, chunks = [], {"missing": 0, "orphaned": 0, "stale": 0}, 0
-    for target in targets(settings):
+    for target in targets(settings, store):
         with opener(store, target.settings) as backend:
-            rebuild(backend, target.batches_dir)  # nothing, unless a drop landed meanwhile
-            view, counts, expected = differing(backend, target.batches_dir)
+            rebuild(backend, target.ledger)  # nothing, unless a drop landed meanwhile
+            view, counts, expected = differing(backend, target.ledger)
         views.append((target, view))
         totals = {k: totals[k] + counts[k] for k in totals}
         chunks += expected
@@ -135,7 +135,7 @@ def _checked(settings: Settings, store: str, opener: Opener) -> Rebuilt:
                     len({k for _, v in views for k in v}), chunks, totals)  # fmt: skip
     if proof.clean:
         for target, view in views:
-            record_rebuilt(target.batches_dir, store, view)
+            record_rebuilt(target.ledger, view)
     return proof
 
 
