@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE, SERVABLE_STORES, STORE_NAMES
+
+if TYPE_CHECKING:
+    from candlefire_pipeline.operations.serving.commands import Order
 
 
 def _told(verb: str, outcome) -> int:
@@ -32,18 +36,25 @@ def _told(verb: str, outcome) -> int:
     return 0 if decision.outcome in (CHANGED, UNCHANGED) else 1
 
 
+def _order(args: argparse.Namespace) -> Order:
+    """The order the verb's options give: why (--reason) and who (--by, else the login name)."""
+    from candlefire_pipeline.operations.serving.commands import Order, operator
+
+    return Order(args.command, args.reason, args.by or operator())
+
+
 def cmd_rollback(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.serving.commands import rollback
 
     # refused only where Chroma is retired: the message says what restores it
-    return _told("rollback", rollback(settings, args.reason, args.by))
+    return _told("rollback", rollback(settings, _order(args)))
 
 
 def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.serving.commands import promote
 
     if not args.generation:
-        outcome = promote(settings, args.reason, args.by, run_new_report=args.run_report)
+        outcome = promote(settings, _order(args), run_new_report=args.run_report)
         return _told("promote", outcome)
     if args.run_report:
         raise ValueError(
@@ -52,14 +63,14 @@ def cmd_promote(args: argparse.Namespace, settings: Settings) -> int:
         )
     from candlefire_pipeline.operations.serving.generation import promote_generation
 
-    outcome = promote_generation(settings, args.generation, args.reason, args.by, args.backend)
+    outcome = promote_generation(settings, args.generation, _order(args), args.backend)
     return _told("promote", outcome)
 
 
 def cmd_retire(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.retirement.commands import retire
 
-    done = retire(settings, args.store, args.reason, args.by, args.delete_files, say=print)
+    done = retire(settings, args.store, _order(args), args.delete_files, say=print)
     code = _told("retire", done.outcome)
     if args.delete_files and code == 0 and done.export is None:
         print(f"candlefire retire: {args.store} is not retired: its files stay", file=sys.stderr)
@@ -70,7 +81,7 @@ def cmd_retire(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_unretire(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.operations.retirement.commands import unretire
 
-    return _told("unretire", unretire(settings, args.store, args.reason, args.by, say=print))
+    return _told("unretire", unretire(settings, args.store, _order(args), say=print))
 
 
 def refuse_retired(settings: Settings, store: str, verb: str) -> int | None:

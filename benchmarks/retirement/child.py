@@ -21,6 +21,7 @@ from benchmarks.retirement.parts import PartTimer
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.operations.retirement import commands
+from candlefire_pipeline.operations.serving.commands import Order
 from candlefire_pipeline.operations.serving.machine import CHANGED
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import REFERENCE
@@ -36,8 +37,8 @@ def unretire(settings: Settings) -> dict:
     said: list[str] = []
     with timer.timing(commands, ("rebuild", "differing")):
         started = time.perf_counter()
-        outcome = commands.unretire(settings, REFERENCE, "bench: the way back", "bench",
-                                    say=said.append)  # fmt: skip
+        order = Order("unretire", "bench: the way back", "bench")
+        outcome = commands.unretire(settings, REFERENCE, order, say=said.append)
         seconds = time.perf_counter() - started
     reports = timer.results.get("rebuild", [])
     return {

@@ -15,7 +15,8 @@ class DataLayout:
 
     @property
     def batches_dir(self) -> Path:
-        return self.batches_dir_override or self.data_dir / "batches"
+        """The generation's batch files and ledger: its own folder, else the drops' (default)."""
+        return self.batches_dir_override or self.drop_batches_dir
 
     @property
     def drop_batches_dir(self) -> Path:

@@ -16,7 +16,7 @@ from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.parity import open_named_stores, run_report
-from candlefire_pipeline.operations.serving.commands import promote, rollback
+from candlefire_pipeline.operations.serving.commands import Order, promote, rollback
 from candlefire_pipeline.operations.serving.follow import ServingRefusedError
 from candlefire_pipeline.operations.serving.state import Target
 from candlefire_pipeline.parity.report.files import write_report
@@ -94,25 +94,28 @@ def test_the_collection_follows_promote_and_rollback_call_by_call(settings):
     with ServingCollection(settings, opener=opened) as collection:
         on_chroma = collection.query(**QUESTION)
         assert collection.target == CHROMA and ids(on_chroma)
-        assert promote(settings, "app test", "tester").decision.outcome == "changed"
+        promoted = promote(settings, Order("promote", "app test", "tester"))
+        assert promoted.decision.outcome == "changed"
         on_pg = collection.query(**QUESTION)
         assert collection.target == PGVECTOR
         assert on_chroma == alone(settings, "chroma") and on_pg == alone(settings, "pgvector")
         count = collection.count()
-        rollback(settings, "app test rollback", "tester")
+        rollback(settings, Order("rollback", "app test rollback", "tester"))
         assert collection.target == PGVECTOR  # not re-read until the next call
         assert collection.count() == count and collection.target == CHROMA
-        rollback(settings, "pinned again: same target, new file", "tester")
+        rollback(settings, Order("rollback", "pinned again: same target, new file", "tester"))
         assert ids(collection.query(**QUESTION)) == ids(on_chroma)
     assert opened.log == ["chroma/default", "pgvector/default", "chroma/default"]
 
 
 def test_one_call_reads_one_store_even_when_the_switch_moves_during_it(settings):
-    promote(settings, "app test", "tester")
+    promote(settings, Order("promote", "app test", "tester"))
     opened = Opened()
     with ServingCollection(settings, opener=opened) as collection:
         expected = collection.query(**QUESTION)
-        opened.during_query = lambda: rollback(settings, "mid-call rollback", "tester")
+        opened.during_query = lambda: rollback(
+            settings, Order("rollback", "mid-call rollback", "tester")
+        )
         collection.close()  # reopen through the hook
         answer = collection.query(**QUESTION)
         assert collection.target == PGVECTOR and answer == expected  # all of it from pgvector
@@ -121,7 +124,7 @@ def test_one_call_reads_one_store_even_when_the_switch_moves_during_it(settings)
 
 
 def test_a_broken_switch_serves_chroma_and_says_so(settings, caplog):
-    promote(settings, "app test", "tester")
+    promote(settings, Order("promote", "app test", "tester"))
     settings.serving_file.write_text('{"backend": "pgvector", "state": "nonsense"')
     with ServingCollection(settings) as collection, caplog.at_level(logging.ERROR):
         assert collection.count() > 0 and collection.target == CHROMA
@@ -134,11 +137,11 @@ def test_a_broken_switch_serves_chroma_and_says_so(settings, caplog):
 def test_the_emergency_lever_forces_chroma_and_refuses_pgvector_without_a_passing_report(
     settings,
 ):
-    promote(settings, "app test", "tester")
+    promote(settings, Order("promote", "app test", "tester"))
     with ServingCollection(replace(settings, serving_override="chroma")) as collection:
         collection.count()
         assert collection.target == CHROMA
-    rollback(settings, "pinned", "tester")
+    rollback(settings, Order("rollback", "pinned", "tester"))
     forced = replace(settings, serving_override="pgvector")
     with ServingCollection(forced) as collection:
         collection.count()
@@ -153,7 +156,7 @@ def test_a_store_that_cannot_be_opened_keeps_the_old_one_and_is_tried_again(sett
     opened = Opened()
     with ServingCollection(settings, opener=opened) as collection:
         collection.count()
-        promote(settings, "app test", "tester")
+        promote(settings, Order("promote", "app test", "tester"))
         opened.fail.add("pgvector")
         with pytest.raises(BackendUnavailableError, match="pgvector is down"):
             collection.count()
@@ -168,7 +171,7 @@ def test_a_promoted_generation_is_read_with_its_own_table_and_model(settings, ca
     """Last in the module: the generation stays registered."""
     from candlefire_pipeline.operations.generations.lifecycle import create_generation
 
-    promote(settings, "the default first", "tester")
+    promote(settings, Order("promote", "the default first", "tester"))
     generation = create_generation(settings, "dim48", "hashing-v1:48")
     build(settings, generation)
     assert candlefire(["generation", "compare", "dim48"]) == 0
@@ -181,7 +184,7 @@ def test_a_promoted_generation_is_read_with_its_own_table_and_model(settings, ca
         assert collection.target == Target("pgvector", "dim48")
         assert answer["embeddings"][0].shape[1] == 48 and ids(answer)  # its own query vectors
         assert collection.count() == len(collection.get(include=[])["ids"])
-        rollback(settings, "drill", "oncall")
+        rollback(settings, Order("rollback", "drill", "oncall"))
         again = collection.query(**{**QUESTION, "include": ["embeddings"]})
         assert collection.target == PGVECTOR and ids(again) == ids(default)
         assert again["embeddings"][0].shape[1] == 64

@@ -29,6 +29,7 @@ from candlefire_pipeline.generations.identity import IndexLayout
 from candlefire_pipeline.operations.generations.lifecycle import create_generation
 from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.operations.retirement.commands import retire
+from candlefire_pipeline.operations.serving.commands import Order
 from candlefire_pipeline.operations.serving.history import history
 from candlefire_pipeline.operations.serving.state import (
     PINNED,
@@ -197,7 +198,9 @@ def test_nothing_needs_the_chroma_folder_once_it_is_deleted(promoted, monkeypatc
     monkeypatch.setenv("CANDLEFIRE_PARITY_P95_RATIO", "3.0")
     soaked(settings)
     said: list[str] = []
-    done = retire(settings, "chroma", "proven", "oncall", delete_files=True, say=said.append)
+    done = retire(
+        settings, "chroma", Order("retire", "proven", "oncall"), delete_files=True, say=said.append
+    )
     assert done.outcome.state.row == PROMOTED_RETIRED and done.freed_bytes > 0
     assert not settings.chroma_path.exists()
     export = json.loads(done.export.read_text())

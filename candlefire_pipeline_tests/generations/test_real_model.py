@@ -17,7 +17,7 @@ from candlefire_pipeline.generations.view import reports_dir
 from candlefire_pipeline.operations.generations.compare import run_comparison
 from candlefire_pipeline.operations.generations.lifecycle import create_generation
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving.commands import rollback
+from candlefire_pipeline.operations.serving.commands import Order, rollback
 from candlefire_pipeline.operations.serving.generation import promote_generation
 from candlefire_pipeline.operations.serving.machine import CHANGED
 from candlefire_pipeline.settings import DEFAULT_MODEL_ID
@@ -114,13 +114,15 @@ def promote_and_roll_back_int8(settings, claim: str) -> None:
     embeds queries with int8, and a rollback returns to Chroma."""
     with ServingReader(settings) as reader:
         chroma_pmids = reader.retriever().retrieve(claim, [], []).pmids
-        outcome = promote_generation(settings, "int8", "smaller and faster", "tester")
+        outcome = promote_generation(
+            settings, "int8", Order("promote", "smaller and faster", "tester")
+        )
         assert outcome.decision.outcome == CHANGED, outcome.decision.message
         retriever = reader.retriever()
         assert (reader.backend_name, reader.generation) == ("pgvector", "int8")
         assert retriever.embedder.model_id == f"{DEFAULT_MODEL_ID}@onnx-int8"
         int8_pmids = retriever.retrieve(claim, [], []).pmids
         assert int8_pmids and set(int8_pmids[:3]) & set(chroma_pmids[:3])
-        state = rollback(settings, "drill", "tester").state
+        state = rollback(settings, Order("rollback", "drill", "tester")).state
         assert (str(state.target), state.pinned) == ("chroma/default", True)
         assert reader.retriever().retrieve(claim, [], []).pmids == chroma_pmids

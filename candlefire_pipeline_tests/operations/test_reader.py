@@ -14,7 +14,7 @@ from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.operations.reader import ServingReader, ServingRefusedError
-from candlefire_pipeline.operations.serving.commands import promote, rollback
+from candlefire_pipeline.operations.serving.commands import Order, promote, rollback
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import demo_deployment
 
@@ -54,15 +54,16 @@ def test_the_reader_follows_the_switch_and_reopens_only_when_it_changes(settings
         assert reader.retriever() is first  # the file did not change: no reopen
         chroma_pmids = first.retrieve(*QUERY).pmids
 
-        assert promote(settings, "reader test", "tester").decision.outcome == "changed"
+        promoted = promote(settings, Order("promote", "reader test", "tester"))
+        assert promoted.decision.outcome == "changed"
         second = reader.retriever()
         assert isinstance(second.backend, PgVectorBackend) and reader.backend_name == "pgvector"
         assert second.retrieve(*QUERY).pmids == chroma_pmids  # the stores agree
 
-        rollback(settings, "reader test rollback", "tester")
+        rollback(settings, Order("rollback", "reader test rollback", "tester"))
         assert reader.backend_name == "pgvector"  # not re-read until the next request
         assert isinstance(reader.retriever().backend, ChromaBackend)
-        rollback(settings, "pinned again: same backend, new file", "tester")
+        rollback(settings, Order("rollback", "pinned again: same backend, new file", "tester"))
         third = reader.retriever()
         assert reader.state.reason == "pinned again: same backend, new file"
         assert isinstance(third.backend, ChromaBackend)
@@ -70,14 +71,14 @@ def test_the_reader_follows_the_switch_and_reopens_only_when_it_changes(settings
 
 
 def test_forcing_chroma_always_works(settings, deployment):
-    promote(settings, "promoted", "tester")
+    promote(settings, Order("promote", "promoted", "tester"))
     forced = replace(settings, serving_override="chroma")
     with ServingReader(forced, deployment[1]) as reader:
         assert isinstance(reader.retriever().backend, ChromaBackend)
 
 
 def test_forcing_pgvector_needs_a_report_passing_every_gate(settings, deployment):
-    rollback(settings, "pinned", "tester")
+    rollback(settings, Order("rollback", "pinned", "tester"))
     forced = replace(settings, serving_override="pgvector")
     with ServingReader(forced, deployment[1]) as reader:
         assert isinstance(reader.retriever().backend, PgVectorBackend)
@@ -103,14 +104,14 @@ def test_query_follows_the_switch_by_default(settings, capsys, monkeypatch):
     assert candlefire(args) == 0
     chroma_out = capsys.readouterr().out.splitlines()
     assert chroma_out[0].startswith("serving backend: chroma")
-    promote(settings, "query test", "tester")
+    promote(settings, Order("promote", "query test", "tester"))
     assert candlefire(args) == 0
     pg_out = capsys.readouterr().out.splitlines()
     assert pg_out[0].startswith("serving backend: pgvector")
     strip = [line for line in pg_out[1:] if not line.startswith("timings")]
     assert strip == [line for line in chroma_out[1:] if not line.startswith("timings")]
 
-    rollback(settings, "query test rollback", "tester")
+    rollback(settings, Order("rollback", "query test rollback", "tester"))
     monkeypatch.setenv("CANDLEFIRE_SERVING_BACKEND", "pgvector")
     monkeypatch.setenv("CANDLEFIRE_PARITY_MIN_CHUNKS", "1000000")  # the report now fails
     assert candlefire(args) == 2

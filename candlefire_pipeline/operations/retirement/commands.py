@@ -30,11 +30,7 @@ from candlefire_pipeline.operations.retirement.rebuild import (
 )
 from candlefire_pipeline.operations.retirement.soak import soak_evidence
 from candlefire_pipeline.operations.retirement.view import store_writes
-from candlefire_pipeline.operations.serving.commands import (
-    history_dsn,
-    operator,
-    refusal,
-)
+from candlefire_pipeline.operations.serving.commands import Order, history_dsn, refusal
 from candlefire_pipeline.operations.serving.history import history
 from candlefire_pipeline.operations.serving.machine import (
     RETIRE,
@@ -42,7 +38,6 @@ from candlefire_pipeline.operations.serving.machine import (
     Evidence,
     Outcome,
     read_state,
-    require_reason,
     sync_history,
     transition,
 )
@@ -83,8 +78,7 @@ def _reference_p95(report) -> float | None:
 def retire(
     settings: Settings,
     store: str,
-    reason: str,
-    actor: str | None = None,
+    order: Order,
     delete_files: bool = False,
     now: datetime | None = None,
     say: Callable[[str], None] = lambda _: None,
@@ -92,7 +86,6 @@ def retire(
     """Stop writing `store` if the soak's evidence holds (judged at `now`); with delete_files,
     once it is retired (now or before), export its ledger state and delete its files."""
     check_retirable(store)
-    require_reason("retire", reason)
     current = read_state(settings.serving_file)
     try:
         dsn = resolve_dsn(settings)
@@ -110,7 +103,7 @@ def retire(
         report, gates = latest_evaluation(settings)
         evidence = replace(Evidence.of(report, gates), soak=soak,
                            reference_p95_ms=_reference_p95(report))  # fmt: skip
-        outcome = transition(settings, RETIRE, reason, actor or operator(), evidence, dsn=dsn)
+        outcome = transition(settings, RETIRE, order.reason, order.actor, evidence, dsn=dsn)
     retirement = outcome.state.retired.get(store)
     if not delete_files or retirement is None:
         return Retired(outcome)
@@ -120,9 +113,9 @@ def retire(
 
 
 def _rebuild_all(settings: Settings, store: str, opener: Opener, say) -> None:
-    for target in targets(settings):
+    for target in targets(settings, store):
         with opener(store, target.settings) as backend:
-            report = rebuild(backend, target.batches_dir)
+            report = rebuild(backend, target.ledger)
         say(f"{store}/{target.generation}: {report.papers_rewritten} papers written "
             f"({report.rows_written} chunks), {report.papers_deleted} deleted")  # fmt: skip
 
@@ -131,10 +124,10 @@ def _checked(settings: Settings, store: str, opener: Opener) -> Rebuilt:
     """Catch up with what was written meanwhile, check every target, and record a clean one's
     batches as applied (the caller holds the store's write lock)."""
     views, totals, chunks = [], {"missing": 0, "orphaned": 0, "stale": 0}, 0
-    for target in targets(settings):
+    for target in targets(settings, store):
         with opener(store, target.settings) as backend:
-            rebuild(backend, target.batches_dir)  # nothing, unless a drop landed meanwhile
-            view, counts, expected = differing(backend, target.batches_dir)
+            rebuild(backend, target.ledger)  # nothing, unless a drop landed meanwhile
+            view, counts, expected = differing(backend, target.ledger)
         views.append((target, view))
         totals = {k: totals[k] + counts[k] for k in totals}
         chunks += expected
@@ -142,27 +135,24 @@ def _checked(settings: Settings, store: str, opener: Opener) -> Rebuilt:
                     len({k for _, v in views for k in v}), chunks, totals)  # fmt: skip
     if proof.clean:
         for target, view in views:
-            record_rebuilt(target.batches_dir, store, view)
+            record_rebuilt(target.ledger, view)
     return proof
 
 
 def unretire(
     settings: Settings,
     store: str,
-    reason: str,
-    actor: str | None = None,
+    order: Order,
     opener: Opener = opened_backend,
     say: Callable[[str], None] = lambda _: None,
 ) -> Outcome:
     """Rebuild `store` from the ledger, check it, and only then make it a rollback target."""
     check_retirable(store)
-    require_reason("unretire", reason)
-    actor = actor or operator()
     if store not in read_state(settings.serving_file).retired:  # nothing to rebuild
-        return transition(settings, UNRETIRE, reason, actor, dsn=history_dsn(settings))
+        return transition(settings, UNRETIRE, order.reason, order.actor, dsn=history_dsn(settings))
     _rebuild_all(settings, store, opener, say)  # the long part: drops may land meanwhile
     with store_writes(settings, store):
         proof = _checked(settings, store, opener)
         say(proof.describe() + ("" if proof.clean else f": DIFFERS {proof.differing}"))
-        return transition(settings, UNRETIRE, reason, actor, Evidence(rebuilt=proof),
+        return transition(settings, UNRETIRE, order.reason, order.actor, Evidence(rebuilt=proof),
                           dsn=history_dsn(settings))  # fmt: skip

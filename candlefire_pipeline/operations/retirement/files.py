@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from candlefire_pipeline.backends.factory import opened_backend
-from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
+from candlefire_pipeline.corpus.ledger import expected_chunks
 from candlefire_pipeline.fsutil import write_atomic
 from candlefire_pipeline.generations.sizes import folder_bytes
 from candlefire_pipeline.operations.retirement.rebuild import ledger_view, targets
@@ -52,13 +52,13 @@ def export_ledger(settings: Settings, store: str, retirement: Retirement) -> Pat
     now = datetime.now(UTC)
     record = {"store": store, "retired": asdict(retirement), "exported_at": now.isoformat(),
               "targets": []}  # fmt: skip
-    for target in targets(settings):
-        ledger = StoreLedger(target.batches_dir, store)
-        view = ledger_view(target.batches_dir, store)
-        expected = expected_chunks(target.batches_dir, view)
+    for target in targets(settings, store):
+        ledger = target.ledger
+        view = ledger_view(ledger)
+        expected = expected_chunks(ledger.batches_dir, view)
         record["targets"].append({
             "generation": target.generation,
-            "batches_dir": str(target.batches_dir),
+            "batches_dir": str(ledger.batches_dir),
             "applied": ledger.applied(),
             "passed_over": ledger.passed_over(),
             "interrupted": ledger.interrupted(),
@@ -76,7 +76,7 @@ def delete_files(settings: Settings, store: str, say: Callable[[str], None]) -> 
     freed locally (0 for a server, or when the folder is gone already)."""
     folder = local_folder(settings, store)
     if folder is None:
-        for target in targets(settings):
+        for target in targets(settings, store):
             with opened_backend(store, target.settings) as backend:
                 backend.drop()
             say(f"dropped {store} collection of generation {target.generation}")

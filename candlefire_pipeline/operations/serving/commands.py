@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+from dataclasses import dataclass
 
 import psycopg
 
@@ -51,6 +52,19 @@ def operator() -> str:
         return "unknown-operator"
 
 
+@dataclass(frozen=True)
+class Order:
+    """An operator's order to move the switch: the verb that gave it, why and who."""
+
+    verb: str
+    reason: str
+    actor: str
+
+    def __post_init__(self) -> None:
+        # refused when the order is made, before a command reads or rebuilds anything
+        require_reason(self.verb, self.reason)
+
+
 def history_dsn(settings: Settings) -> str | None:
     """Where the history goes, without starting anything: the configured DSN, or the embedded
     server only if it is already running (else the entry waits in the local queue)."""
@@ -63,11 +77,11 @@ def history_dsn(settings: Settings) -> str | None:
         return None
 
 
-def rollback(settings: Settings, reason: str, actor: str | None = None) -> Outcome:
+def rollback(settings: Settings, order: Order) -> Outcome:
     """Back at once to the recorded previous (backend, generation), pinned (Chroma from the
     default generation); works with Postgres down (the history entry is then queued): the
     target is in the switch file, nothing else is read."""
-    return transition(settings, ROLLBACK, reason, actor or operator(), dsn=history_dsn(settings))
+    return transition(settings, ROLLBACK, order.reason, order.actor, dsn=history_dsn(settings))
 
 
 def auto_promote(settings: Settings, report, gates, dsn: str | None) -> Outcome:
@@ -86,18 +100,13 @@ def auto_promote(settings: Settings, report, gates, dsn: str | None) -> Outcome:
 
 
 def promote(
-    settings: Settings,
-    reason: str,
-    actor: str | None = None,
-    run_new_report: bool = False,
-    embedder=None,
+    settings: Settings, order: Order, run_new_report: bool = False, embedder=None
 ) -> Outcome:
     """The operator's way to pgvector (and the only way out of a pin).
 
     Refuses, writing nothing, unless pgvector answers and the latest report (a new one when
     run_new_report) passes every gate and started after the pin.
     """
-    require_reason("promote", reason)
     current = read_state(settings.serving_file)
     try:
         dsn = resolve_dsn(settings)
@@ -110,7 +119,7 @@ def promote(
     else:
         report, gates = latest_evaluation(settings)
     return transition(
-        settings, PROMOTE, reason, actor or operator(), Evidence.of(report, gates), dsn=dsn
+        settings, PROMOTE, order.reason, order.actor, Evidence.of(report, gates), dsn=dsn
     )
 
 

@@ -17,8 +17,8 @@ from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.operations.generations.compare import PROMOTION_BACKEND, latest_comparison
 from candlefire_pipeline.operations.generations.lifecycle import registry
 from candlefire_pipeline.operations.serving.commands import (
+    Order,
     check_pgvector,
-    operator,
     refusal,
     unreachable,
 )
@@ -28,7 +28,6 @@ from candlefire_pipeline.operations.serving.machine import (
     Outcome,
     Target,
     read_state,
-    require_reason,
     transition,
 )
 from candlefire_pipeline.settings import Settings
@@ -50,11 +49,7 @@ def comparison_evidence(settings: Settings, generation: Generation, wanted: Targ
 
 
 def promote_generation(
-    settings: Settings,
-    name: str,
-    reason: str,
-    actor: str | None = None,
-    backend: str = PROMOTION_BACKEND,
+    settings: Settings, name: str, order: Order, backend: str = PROMOTION_BACKEND
 ) -> Outcome:
     """Serve generation `name` on `backend` (pgvector), recording where a rollback returns.
 
@@ -62,7 +57,6 @@ def promote_generation(
     comparison was made against what serves now, passes every gate now and (from a pin)
     started after the pin.
     """
-    require_reason("promote", reason)
     current = read_state(settings.serving_file)
     if backend != PROMOTION_BACKEND:
         return refusal(PROMOTE_GENERATION, current, (
@@ -80,4 +74,4 @@ def promote_generation(
     except (BackendUnavailableError, psycopg.Error) as exc:
         return refusal(PROMOTE_GENERATION, current, unreachable(exc))
     evidence = comparison_evidence(settings, generation, Target(backend, name))
-    return transition(settings, PROMOTE_GENERATION, reason, actor or operator(), evidence, dsn=dsn)
+    return transition(settings, PROMOTE_GENERATION, order.reason, order.actor, evidence, dsn=dsn)

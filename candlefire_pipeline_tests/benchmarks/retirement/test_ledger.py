@@ -21,6 +21,7 @@ from candlefire_pipeline.corpus.ledger import StoreLedger, expected_chunks
 from candlefire_pipeline.corpus.schema import CHUNK_SCHEMA
 from candlefire_pipeline.operations.indexing import apply_batch, read_store_rows
 from candlefire_pipeline.operations.retirement import commands
+from candlefire_pipeline.operations.serving.commands import Order
 from candlefire_pipeline.operations.serving.machine import CHANGED
 from candlefire_pipeline.operations.serving.state import read_state
 from candlefire_pipeline.settings import Settings
@@ -90,7 +91,9 @@ def unretire(settings) -> tuple[object, int]:
     """The product's unretire; (its outcome, the chunks its rebuild passes wrote)."""
     timer = PartTimer()
     with timer.timing(commands, ("rebuild",)):
-        outcome = commands.unretire(settings, "chroma", "test: the way back", "tester")
+        outcome = commands.unretire(
+            settings, "chroma", Order("unretire", "test: the way back", "tester")
+        )
     return outcome, sum(report.rows_written for report in timer.results["rebuild"])
 
 

@@ -19,6 +19,7 @@ from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.operations.generations.lifecycle import create_generation
 from candlefire_pipeline.operations.retirement import files
 from candlefire_pipeline.operations.retirement.commands import check_retirable, unretire
+from candlefire_pipeline.operations.serving.commands import Order
 from candlefire_pipeline.operations.serving.history import history
 from candlefire_pipeline.operations.serving.machine import CHANGED, REFUSED, UNCHANGED
 from candlefire_pipeline.operations.serving.state import (
@@ -105,14 +106,14 @@ def test_the_export_records_what_the_deleted_files_held(retired):
 def test_an_unretire_cut_short_stays_retired_and_a_rerun_finishes_it(retired, pg_dsn):
     settings, view, keys, _ = retired
     with pytest.raises(Killed):
-        unretire(settings, "chroma", "back", "oncall", opener=killed_after(1))
+        unretire(settings, "chroma", Order("unretire", "back", "oncall"), opener=killed_after(1))
     assert read_state(settings.serving_file).reference_retired.since == SINCE
     held, wanted = hashes("chroma", settings), expected_chunks(settings.batches_dir, keys)
     assert 0 < len(held) < len(wanted)  # half-written, and not a rollback target
     assert StoreLedger(settings.batches_dir, "chroma").passed_over() == [keys[2]]
     assert not [h for h in history(pg_dsn, limit=50) if h["reason"].endswith(": back")]
 
-    outcome = unretire(settings, "chroma", "back", "oncall")
+    outcome = unretire(settings, "chroma", Order("unretire", "back", "oncall"))
     assert (outcome.decision.outcome, outcome.state.row) == (CHANGED, PROMOTED)
     assert outcome.state.retired == {}
     assert "chroma rebuilt from the ledger" in outcome.decision.message
@@ -141,7 +142,7 @@ def test_a_store_that_does_not_hold_what_was_written_stays_retired(retired):
             )
             yield backend
 
-    outcome = unretire(settings, "chroma", "back", "oncall", opener=lossy)
+    outcome = unretire(settings, "chroma", Order("unretire", "back", "oncall"), opener=lossy)
     assert outcome.decision.outcome == REFUSED
     assert "the rebuilt chroma differs from its ledger (" in outcome.decision.message
     assert "missing): still retired" in outcome.decision.message
@@ -156,7 +157,9 @@ def test_unretire_of_a_store_that_is_not_retired_changes_nothing(tmp_path, pg_ds
     def never(*_):
         raise AssertionError("nothing is rebuilt when nothing is retired")
 
-    outcome = unretire(settings, "chroma", "just in case", "oncall", opener=never)
+    outcome = unretire(
+        settings, "chroma", Order("unretire", "just in case", "oncall"), opener=never
+    )
     assert (outcome.decision.outcome, outcome.decision.message) == (
         UNCHANGED, "chroma is not retired: nothing to restore",
     )  # fmt: skip

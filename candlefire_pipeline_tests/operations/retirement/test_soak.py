@@ -11,6 +11,7 @@ import pytest
 
 from candlefire_pipeline.operations.retirement.commands import retire
 from candlefire_pipeline.operations.retirement.soak import failed_windows, serving_since
+from candlefire_pipeline.operations.serving.commands import Order
 from candlefire_pipeline.operations.serving.machine import (
     AUTO_PROMOTE,
     REFUSED,
@@ -108,7 +109,7 @@ def promoted(tmp_path, fresh_pg_dsn) -> Settings:
 
 
 def _refusal(settings: Settings, now: datetime) -> str:
-    outcome = retire(settings, "chroma", "retire it", "tester", now=now).outcome
+    outcome = retire(settings, "chroma", Order("retire", "retire it", "tester"), now=now).outcome
     assert outcome.decision.outcome == REFUSED and outcome.state.retired == {}
     return outcome.decision.message
 

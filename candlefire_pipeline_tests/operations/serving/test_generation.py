@@ -26,7 +26,7 @@ from candlefire_pipeline.operations.generations.compare import run_comparison
 from candlefire_pipeline.operations.generations.gc import apply_gc, plan_gc
 from candlefire_pipeline.operations.generations.lifecycle import create_generation
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving.commands import rollback
+from candlefire_pipeline.operations.serving.commands import Order, rollback
 from candlefire_pipeline.operations.serving.history import history, pending_entries
 from candlefire_pipeline.operations.serving.machine import (
     DEGRADED,
@@ -129,7 +129,8 @@ def test_promote_a_generation_then_roll_back_and_the_schedule_keeps_the_pin(
             assert reader.retriever() is retriever  # the switch did not change
 
             # a second rollback ends on Chroma, as before generations
-            assert rollback(settings, "further back", "oncall").state.target == CHROMA
+            back = rollback(settings, Order("rollback", "further back", "oncall"))
+            assert back.state.target == CHROMA
             assert isinstance(reader.retriever().backend, ChromaBackend)
     rows = [(r["state"], r["generation"], r["previous"]) for r in history(settings.pg_dsn)]
     assert rows[:3] == [

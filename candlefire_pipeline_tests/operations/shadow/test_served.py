@@ -13,7 +13,7 @@ import pytest
 
 from candlefire_pipeline.operations.pending_rows import pending_entries
 from candlefire_pipeline.operations.reader import ServingReader
-from candlefire_pipeline.operations.serving.commands import promote
+from candlefire_pipeline.operations.serving.commands import Order, promote
 from candlefire_pipeline.operations.shadow import served as shadow_module
 from candlefire_pipeline.operations.shadow.records import query_hash, read_records
 from candlefire_pipeline.operations.shadow.served import ShadowTarget, ShadowWorker, shadow_targets
@@ -118,7 +118,8 @@ def test_live_requests_are_replayed_compared_and_recorded(settings, deployment):
 
 
 def test_after_the_flip_pgvector_serves_and_chroma_is_the_shadow(settings, deployment):
-    assert promote(settings, "shadow test", "tester").decision.outcome == "changed"
+    promoted = promote(settings, Order("promote", "shadow test", "tester"))
+    assert promoted.decision.outcome == "changed"
     shadowed = shadowing(settings, keep_text=True)
     with (
         ShadowWorker(shadowed) as worker,
