@@ -131,10 +131,10 @@ class Settings(DataLayout):
     #: and the semantic stage's ef as its hnsw_ef; it has no per-stage ef). ef_search: semantic
     #: stage (top 40 chunks of one query, every request); ef_search_entities: pgvector's entity
     #: fan-out, which with the term cache walks once per kept name. The cost curve at 1M chunks
-    #: (docs/BENCHMARKS.md, scale): final recall@15 0.97 at 200 / 200, 0.995 at 1000 / 1000, the
-    #: semantic list's recall 0.89 -> 0.97; at 62k both are near exact at any of these.
-    #: ef_construction 128: at 1M chunks the graph built at 64 capped final recall@15 at 0.978
-    #: whatever the search effort; 128 gave 0.998 for a 1.8x longer HNSW build (147 -> 263 s)
+    #: (docs/BENCHMARKS.md, scale): final recall@15 0.97 at 200 / 200, 0.999 at 1000 / 1000;
+    #: at 62k both are near exact. ef_construction 128: at 1M the graph built at 64 capped final
+    #: recall@15 at 0.978 whatever the search effort, 128 gives 0.999 warm / 0.996 cold for a
+    #: ~1.8x longer HNSW build (147 -> 263 s on a quiet machine)
     hnsw_m: int = 16
     hnsw_ef_construction: int = 128
     hnsw_ef_search: int = 1000
