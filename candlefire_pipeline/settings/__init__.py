@@ -134,7 +134,7 @@ class Settings(DataLayout):
     #: (docs/BENCHMARKS.md, scale): final recall@15 0.97 at 200 / 200, 0.999 at 1000 / 1000;
     #: at 62k both are near exact. ef_construction 128: at 1M the graph built at 64 capped final
     #: recall@15 at 0.978 whatever the search effort, 128 gives 0.999 warm / 0.996 cold for a
-    #: ~1.8x longer HNSW build (147 -> 263 s on a quiet machine)
+    #: ~2x longer HNSW build (147 -> 263-301 s)
     hnsw_m: int = 16
     hnsw_ef_construction: int = 128
     hnsw_ef_search: int = 1000
