@@ -12,6 +12,7 @@ dropped here, which keeps the exact checks proportional to what can change, not 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import ahocorasick
@@ -110,9 +111,8 @@ def _unit_vectors(sent: tuple, dim: int) -> np.ndarray:
     matrix = np.zeros((len(sent), dim), dtype=np.float32)
     if present.any():
         packed = np.frombuffer(b"".join(v for v in sent if v is not None), dtype=layout)
-        matrix[present] = packed["values"]
-    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
-    return (matrix / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
+        matrix[present] = common.unit_rows(packed["values"].astype(np.float32))
+    return matrix
 
 
 def find_pairs(kept: Kept, added: pa.Table) -> Pairs:
@@ -138,29 +138,43 @@ def _keyword_holders(kept: Kept, documents: list[str]) -> tuple[np.ndarray, np.n
     entries: list[int] = []
     rows: list[int] = []
     for mode, indexes in by_mode.items():
-        fold = common.fold_case if mode == "ilike" else _same
-        automaton = _automaton([(i, kept.texts[i]) for i in indexes], fold)
+        fold = folding(mode)
+        matcher = automaton([(i, kept.texts[i]) for i in indexes], fold)
         for row, document in enumerate(documents):
-            held = {i for _, found in automaton.iter(fold(document)) for i in found}
-            entries += held
-            rows += [row] * len(held)
+            found = held(matcher, document, fold)
+            entries += found
+            rows += [row] * len(found)
     return np.asarray(entries, dtype=np.int64), np.asarray(rows, dtype=np.int64)
+
+
+def folding(mode: str) -> Callable[[str], str]:
+    """How the substring mode compares texts: as they are (LIKE) or case-folded (ILIKE)."""
+    return common.fold_case if mode == "ilike" else _same
 
 
 def _same(text: str) -> str:
     return text
 
 
-def _automaton(entries: list[tuple[int, str]], fold) -> ahocorasick.Automaton:
-    """Variant text (folded for ILIKE) -> the indexes of the entries kept under it."""
+def automaton(entries: list[tuple[int, str]], fold) -> ahocorasick.Automaton:
+    """Text (folded) -> the indexes kept under it; an empty text matches nothing here (the
+    probe answers it)."""
     indexes_of: dict[str, list[int]] = defaultdict(list)
     for index, text in entries:
-        indexes_of[fold(text)].append(index)
-    automaton = ahocorasick.Automaton()
+        if text:
+            indexes_of[fold(text)].append(index)
+    matcher = ahocorasick.Automaton()
     for text, indexes in indexes_of.items():
-        automaton.add_word(text, indexes)
-    automaton.make_automaton()
-    return automaton
+        matcher.add_word(text, indexes)
+    matcher.make_automaton()
+    return matcher
+
+
+def held(matcher: ahocorasick.Automaton, document: str, fold) -> set[int]:
+    """The indexes whose text the document holds (each document read once)."""
+    if matcher.kind != ahocorasick.AHOCORASICK:  # no text at all
+        return set()
+    return {i for _, found in matcher.iter(fold(document)) for i in found}
 
 
 def _near(kept: Kept, matrix: np.ndarray, entries: np.ndarray, rows: np.ndarray) -> np.ndarray:

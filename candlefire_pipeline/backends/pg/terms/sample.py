@@ -12,14 +12,12 @@ threshold still walks; a walk that ends short is answered exactly).
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
-import ahocorasick
 import psycopg
 from psycopg import sql
 
-from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.pg.sql import Names
+from candlefire_pipeline.backends.pg.terms import matching
 
 #: Documents sampled: a variant past the walk threshold (~0.6% of 1M chunks) shows ~6 times.
 SIZE = 1000
@@ -66,19 +64,10 @@ def _sample(conn: psycopg.Connection, names: Names, rows: int) -> list[str]:
 
 def _holders(documents: list[str], variants, mode: str) -> list[int]:
     """How many documents hold each variant (as LIKE / ILIKE would find it), one pass each."""
-    fold = common.fold_case if mode == "ilike" else str
-    positions: dict[str, list[int]] = defaultdict(list)
-    for i, variant in enumerate(variants):
-        if variant:  # an empty pattern is never routed: the probe answers it
-            positions[fold(variant)].append(i)
-    if not positions:
-        return [0] * len(variants)
-    automaton = ahocorasick.Automaton()
-    for text, where in positions.items():
-        automaton.add_word(text, where)
-    automaton.make_automaton()
+    fold = matching.folding(mode)
+    matcher = matching.automaton(list(enumerate(variants)), fold)
     counts = [0] * len(variants)
     for document in documents:
-        for i in {i for _, where in automaton.iter(fold(document)) for i in where}:
+        for i in matching.held(matcher, document, fold):
             counts[i] += 1
     return counts
