@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 
 import psycopg
@@ -18,6 +19,7 @@ from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg import sql as pg_sql
+from candlefire_pipeline.backends.pg import words as pg_words
 from candlefire_pipeline.backends.pg.connect import open_connection
 from candlefire_pipeline.backends.pg.insertion_order import ensure_insertion_order
 from candlefire_pipeline.backends.pg.layout import (
@@ -131,12 +133,15 @@ class PgVectorBackend(PgReads):
         """Inside a locked transaction: check or create the contract; True when just created."""
         stored = self.stored_model()
         common.check_model(stored, model_id, dim)
+        pg_words.ensure_function(self.conn)
         if stored is not None:
             layout = self.stored_layout()
             check_layout(layout, self.layout, self.names.table)
             if layout is not None and layout.quantization == "unknown":
                 log.warning("%s has no ANN index; building it", self.names.table)
                 self._create_indexes(dim)
+            elif not pg_words.has_index(self.conn, self.names):
+                self._add_word_index()
             if not terms_schema.exists(self.conn, self.names):
                 log.info("adding the term cache to %s", self.names.table)
                 self._create_term_cache(dim)
@@ -153,6 +158,14 @@ class PgVectorBackend(PgReads):
         self._create_term_cache(dim)
         log.info("created %s for %s (%d-dim)", self.names.table, model_id, dim)
         return True
+
+    def _add_word_index(self) -> None:
+        """A table built before the word index gets it (once; reads go on meanwhile)."""
+        started = time.perf_counter()
+        log.info("building the word index of %s (every document read once)", self.names.table)
+        self.conn.execute(pg_words.index_statement(self.names))
+        log.info("built the word index of %s in %.1f s", self.names.table,
+                 time.perf_counter() - started)  # fmt: skip
 
     def _create_term_cache(self, dim: int) -> None:
         for statement in terms_schema.create_statements(self.names, dim):
@@ -200,7 +213,8 @@ class PgVectorBackend(PgReads):
                 )
             report.cleared = report.cleared or stale
         self._upkept(report)
-        pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
+        for index in (self.names.trgm, self.names.words):
+            pg_health.flush_gin_pending(self.conn, index.as_string(self.conn))
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
         """First full build, in the caller's transaction: bare table, COPY, then every index."""

@@ -53,6 +53,7 @@ class Names:
     btree = _Suffixed("_pmid_chunk")
     hnsw = _Suffixed("_embedding_hnsw")
     trgm = _Suffixed("_document_trgm")
+    words = _Suffixed("_document_words")
 
     @property
     def lock_key(self) -> str:

@@ -4,9 +4,12 @@ chunks from one held by few before any index is read.
 A variant held by many chunks is walked (compute.py); probing it first through the trigram
 index costs what its trigrams' posting lists hold, which grows with the table (at 1M chunks a
 common word's probe read ~320k index entries and ~6k heap pages). Counting the variant in a fixed
-number of sampled documents costs the same at any size. The sample only routes a variant: an
-estimate that is wrong costs time, never exactness (a probe that finds more holders than the
-threshold still walks; a walk that ends short is answered exactly).
+number of sampled documents costs the same at any size. The same documents tell which index a
+probe should read: a phrase whose inner words are rare goes through the word index (words.py),
+one whose inner words are common (or that has none) through the trigram index. The sample only
+routes a variant: an estimate that is wrong costs time, never exactness (a probe that finds more
+holders than the threshold still walks; a walk that ends short is answered exactly; either
+index finds every holder).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 import psycopg
 from psycopg import sql
 
+from candlefire_pipeline.backends.pg import words
 from candlefire_pipeline.backends.pg.sql import Names
 from candlefire_pipeline.backends.pg.terms import matching
 
@@ -25,6 +29,10 @@ SIZE = 1000
 MIN_SEEN = 3
 #: The sample is taken again when the table grew or shrank by this share, or is this old.
 DRIFT, MAX_AGE = 0.1, 3600.0
+#: A probe reads the word index when at most this share of the sample holds every inner word
+#: of the variant (at 1M chunks: ~10k documents to recheck, against ~48k for the trigrams of
+#: a phrase of common words; a common inner word alone would be worse than the trigrams).
+WORD_SHARE = 0.01
 
 
 class DocumentSample:
@@ -32,8 +40,28 @@ class DocumentSample:
 
     def __init__(self) -> None:
         self._documents: list[str] = []
+        self._words: list[set[str]] = []
+        self._indexed: bool | None = None  # the table has the word index (None: not asked)
         self._rows = 0
         self._taken = float("-inf")
+
+    def word_filters(self, conn, names: Names, mode: str, variants, rows: int):
+        """Per variant: the inner words a probe should find it by (words.py), or None for
+        the trigram index."""
+        self._current(conn, names, rows)
+        if mode != "like" or not self._words:
+            return [None] * len(variants)  # no evidence: the trigram index, as always
+        if self._indexed is None:  # checked again with each sample (a writer may add it)
+            self._indexed = words.has_index(conn, names)
+        if not self._indexed:
+            return [None] * len(variants)
+        bound = WORD_SHARE * len(self._words)
+        out = []
+        for variant in variants:
+            inner = set(words.inner_words(variant))
+            seen = sum(inner <= held for held in self._words) if inner else None
+            out.append(sorted(inner) if seen is not None and seen <= bound else None)
+        return out
 
     def frequent(self, conn, names: Names, mode: str, variants, rows: int, threshold: int):
         """Per variant: whether the sample says more than `threshold` chunks hold it."""
@@ -47,6 +75,8 @@ class DocumentSample:
         stale = abs(rows - self._rows) > DRIFT * max(self._rows, 1)
         if stale or time.monotonic() - self._taken > MAX_AGE:
             self._documents, self._rows = _sample(conn, names, rows), rows
+            self._words = [words.document_words(d) for d in self._documents]
+            self._indexed = None
             self._taken = time.monotonic()
         return self._documents
 
