@@ -175,9 +175,9 @@ def _pg_figures(health: pg_health.TableHealth) -> dict[str, object]:
         "autovacuums": health.autovacuum_count,
     }
     for index in health.indexes:
-        figures[f"{index.method}_bytes"] = index.bytes
+        figures[f"{index.kind}_bytes"] = index.bytes
         if index.bloat is not None:
-            figures[f"{index.method}_bloat"] = round(index.bloat, 3)
+            figures[f"{index.kind}_bloat"] = round(index.bloat, 3)
     return figures
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 
 import psycopg
@@ -141,7 +140,7 @@ class PgVectorBackend(PgReads):
                 log.warning("%s has no ANN index; building it", self.names.table)
                 self._create_indexes(dim)
             elif not pg_words.has_index(self.conn, self.names):
-                self._add_word_index()
+                pg_words.add_index(self.conn, self.names)
             if not terms_schema.exists(self.conn, self.names):
                 log.info("adding the term cache to %s", self.names.table)
                 self._create_term_cache(dim)
@@ -158,14 +157,6 @@ class PgVectorBackend(PgReads):
         self._create_term_cache(dim)
         log.info("created %s for %s (%d-dim)", self.names.table, model_id, dim)
         return True
-
-    def _add_word_index(self) -> None:
-        """A table built before the word index gets it (once; reads go on meanwhile)."""
-        started = time.perf_counter()
-        log.info("building the word index of %s (every document read once)", self.names.table)
-        self.conn.execute(pg_words.index_statement(self.names))
-        log.info("built the word index of %s in %.1f s", self.names.table,
-                 time.perf_counter() - started)  # fmt: skip
 
     def _create_term_cache(self, dim: int) -> None:
         for statement in terms_schema.create_statements(self.names, dim):

@@ -18,12 +18,16 @@ trigram path alone.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 
 import psycopg
 from psycopg import sql
 
 from candlefire_pipeline.backends.pg.sql import Names
+
+log = logging.getLogger(__name__)
 
 #: The function's name carries its version: an index built on one definition is only right for
 #: that definition, so a changed definition must be a new function (and a new index).
@@ -59,6 +63,15 @@ def index_statement(names: Names) -> sql.Composed:
     return sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin ({f}(document))").format(
         i=names.words, t=names.ident(), f=sql.Identifier(FUNCTION)
     )
+
+
+def add_index(conn: psycopg.Connection, names: Names) -> None:
+    """A table built before the word index gets it, in the writer's transaction (reads go on
+    meanwhile; every document is read once)."""
+    started = time.perf_counter()
+    log.info("building the word index of %s", names.table)
+    conn.execute(index_statement(names))
+    log.info("built the word index of %s in %.1f s", names.table, time.perf_counter() - started)
 
 
 def has_index(conn: psycopg.Connection, names: Names) -> bool:

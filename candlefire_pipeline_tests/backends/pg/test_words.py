@@ -8,12 +8,17 @@ import random
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from candlefire_pipeline.backends.pg import words
+from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.health import table_health
+from candlefire_pipeline.backends.pg.roles import ensure_reader_role
 from candlefire_pipeline.backends.pg.terms import compute, sample
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams
 from candlefire_pipeline.backends.pg.terms.sample import DocumentSample
 from candlefire_pipeline.backends.pg.words import document_words, inner_words
+from candlefire_pipeline.operations.maintenance import pgvector_health
 from candlefire_pipeline_tests.backends.pg.terms.corpus import Corpus, vectors
 
 TRICKY = [
@@ -127,3 +132,22 @@ def test_a_table_built_before_the_word_index_gets_it_at_the_next_write(store, ca
         store.ensure_schema(*store.stored_model())
     assert words.has_index(store.conn, store.names)
     assert "built the word index" in caplog.text
+
+
+def test_health_tells_the_word_index_from_the_trigram_index(store):
+    health = table_health(store.conn, store.names.table)
+    assert health.index("gin").name.endswith("_document_trgm")
+    assert health.index("word_gin").name.endswith("_document_words")
+    figures = pgvector_health(store).figures
+    assert figures["gin_bytes"] == health.index("gin").bytes
+    assert figures["word_gin_bytes"] == health.index("word_gin").bytes
+
+
+def test_the_read_only_serving_role_probes_through_the_word_index(store, monkeypatch):
+    ensure_reader_role(store._dsn, "words_reader", "secret", store.names.table)
+    dsn = make_conninfo(store._dsn, user="words_reader", password="secret")
+    reader = PgVectorBackend(dsn, table=store.names.table, cache=CacheParams(depth=6))
+    try:
+        assert probed(reader, monkeypatch, 1.0) == probed(store, monkeypatch, -1.0)
+    finally:
+        reader.close()
