@@ -15,6 +15,7 @@ index finds every holder).
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 
 import psycopg
 from psycopg import sql
@@ -40,7 +41,7 @@ class DocumentSample:
 
     def __init__(self) -> None:
         self._documents: list[str] = []
-        self._words: list[set[str]] = []
+        self._words: dict[str, set[int]] = {}  # word -> the sampled documents holding it
         self._indexed: bool | None = None  # the table has the word index (None: not asked)
         self._rows = 0
         self._taken = float("-inf")
@@ -49,19 +50,23 @@ class DocumentSample:
         """Per variant: the inner words a probe should find it by (words.py), or None for
         the trigram index."""
         self._current(conn, names, rows)
-        if mode != "like" or not self._words:
+        if mode != "like" or not self._documents:
             return [None] * len(variants)  # no evidence: the trigram index, as always
         if self._indexed is None:  # checked again with each sample (a writer may add it)
             self._indexed = words.has_index(conn, names)
         if not self._indexed:
             return [None] * len(variants)
-        bound = WORD_SHARE * len(self._words)
+        bound = WORD_SHARE * len(self._documents)
         out = []
         for variant in variants:
-            inner = set(words.inner_words(variant))
-            seen = sum(inner <= held for held in self._words) if inner else None
-            out.append(sorted(inner) if seen is not None and seen <= bound else None)
+            inner = words.inner_words(variant)
+            out.append(inner if inner and self._holding_all(inner) <= bound else None)
         return out
+
+    def _holding_all(self, inner: list[str]) -> int:
+        """Sampled documents holding every one of these words."""
+        postings = sorted((self._words.get(w, set()) for w in inner), key=len)
+        return len(postings[0].intersection(*postings[1:]))
 
     def frequent(self, conn, names: Names, mode: str, variants, rows: int, threshold: int):
         """Per variant: whether the sample says more than `threshold` chunks hold it."""
@@ -75,7 +80,7 @@ class DocumentSample:
         stale = abs(rows - self._rows) > DRIFT * max(self._rows, 1)
         if stale or time.monotonic() - self._taken > MAX_AGE:
             self._documents, self._rows = _sample(conn, names, rows), rows
-            self._words = [words.document_words(d) for d in self._documents]
+            self._words = _postings(self._documents)
             self._indexed = None
             self._taken = time.monotonic()
         return self._documents
@@ -90,6 +95,15 @@ def _sample(conn: psycopg.Connection, names: Names, rows: int) -> list[str]:
         t=names.ident()
     )
     return [row[0] for row in conn.execute(query, [percent, 2 * SIZE])]
+
+
+def _postings(documents: list[str]) -> dict[str, set[int]]:
+    """Word -> the indexes of the documents holding it (as the word index keeps words)."""
+    out: dict[str, set[int]] = defaultdict(set)
+    for index, document in enumerate(documents):
+        for word in words.document_words(document):
+            out[word].add(index)
+    return dict(out)
 
 
 def _holders(documents: list[str], variants, mode: str) -> list[int]:
