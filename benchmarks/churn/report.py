@@ -159,7 +159,8 @@ def _intro(result: dict, args) -> list[str]:
         " drops' `replace_papers` time. " + PACING[args.pace],
         "",
         "| drop | recall@15 | p50 / p95 ms | p95 ms semantic / entities / keyword / grounding |"
-        " HNSW MB | GIN MB (trigram + word) | heap MB | live | dead | (auto)vacuums | s per drop / waited |"
+        " HNSW MB | GIN MB (trigram + word) | heap MB | live | dead | (auto)vacuums |"
+        " s per drop / waited |"
         " term cache entries / not exact / walked recall | upkeep share of the drop |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *[_row(str(p.drop), p) for p in result["points"]],
