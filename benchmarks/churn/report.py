@@ -61,13 +61,11 @@ def estimate_line(estimate, fresh: Checkpoint) -> str:
     """How close `candlefire maintain`'s sampled fresh-size estimate came to the real build."""
     parts = []
     for method, real in (("hnsw", fresh.hnsw_bytes), ("gin", fresh.gin_bytes)):
-        indexes = [i for i in (estimate.indexes if estimate else []) if i.method == method]
-        estimated = sum(i.fresh_bytes or 0 for i in indexes)
-        if indexes and all(i.fresh_bytes for i in indexes):
-            held = sum(i.bytes for i in indexes)
+        index = estimate.index(method) if estimate else None
+        if index is not None and index.fresh_bytes:
             parts.append(
-                f"{method.upper()} {estimated / MB:.1f} MB estimated vs {real / MB:.1f} MB"
-                f" built ({estimated / real:.2f}x); bloat read {held / estimated:.2f}x"
+                f"{method.upper()} {index.fresh_bytes / MB:.1f} MB estimated vs {real / MB:.1f} MB"
+                f" built ({index.fresh_bytes / real:.2f}x); bloat read {index.bloat:.2f}x"
             )
     return (
         "`candlefire maintain`'s fresh-size estimate on the churned table at the end (the same"
@@ -159,8 +157,7 @@ def _intro(result: dict, args) -> list[str]:
         " drops' `replace_papers` time. " + PACING[args.pace],
         "",
         "| drop | recall@15 | p50 / p95 ms | p95 ms semantic / entities / keyword / grounding |"
-        " HNSW MB | GIN MB (trigram + word) | heap MB | live | dead | (auto)vacuums |"
-        " s per drop / waited |"
+        " HNSW MB | GIN MB | heap MB | live | dead | (auto)vacuums | s per drop / waited |"
         " term cache entries / not exact / walked recall | upkeep share of the drop |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *[_row(str(p.drop), p) for p in result["points"]],

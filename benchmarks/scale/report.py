@@ -49,10 +49,9 @@ def exponent(sizes: list[int], values: list[float]) -> float:
 
 def build_table(results: list[dict]) -> list[str]:
     lines = [
-        "| chunks | layout | COPY s | primary key + btree s | trigram GIN s | word GIN s | HNSW s |"
-        " build s | table MB | trigram GIN MB | word GIN MB | HNSW MB |"
-        " server peak MB (COPY / indexes / HNSW) |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| chunks | layout | COPY s | primary key + btree s | trigram GIN s | HNSW s | build s |"
+        " table MB | GIN MB | HNSW MB | server peak MB (COPY / indexes / HNSW) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         b = r["build"]
@@ -64,19 +63,12 @@ def build_table(results: list[dict]) -> list[str]:
             lines.append(
                 f"| {r['size']:,} | {layout} | {keys['COPY']:.1f} |"
                 f" {keys['primary key'] + keys['btree']:.1f} | {keys['trigram GIN']:.1f} |"
-                f" {_optional(keys.get('word GIN'), '.1f')} |"
                 f" {hn['seconds']['HNSW']:.1f} | {build_seconds(r, layout):.1f} |"
                 f" {b['bytes']['table'] / MB:,.0f} | {b['bytes']['trigram GIN'] / MB:,.0f} |"
-                f" {_optional(b['bytes'].get('word GIN', 0) / MB or None, ',.0f')} |"
                 f" {hn['bytes']['HNSW'] / MB:,.0f} |"
                 f" {' / '.join(f'{p / MB:,.0f}' for p in peaks)} |"
             )
     return lines
-
-
-def _optional(value: float | None, spec: str) -> str:
-    """A figure a run before the word index did not measure: '-'."""
-    return "-" if value is None else format(value, spec)
 
 
 def _rows(r: dict) -> list[tuple[str, dict]]:

@@ -119,9 +119,9 @@ def _reindex(index: pg_health.IndexHealth) -> Action:
 
 def gin_upkeep(backend, rows_changed: int, live_rows: int) -> StoreHealth:
     """After a write of `rows_changed` rows (written + deleted) to a table now holding
-    `live_rows` (counted: the statistics views lag a just-committed write): the trigram and the
-    word GIN's bloat, and `REINDEX INDEX CONCURRENTLY` past REINDEX_BLOAT; a note says why a
-    write was not checked.
+    `live_rows` (counted: the statistics views lag a just-committed write): the trigram GIN's
+    bloat, and `REINDEX INDEX CONCURRENTLY` past REINDEX_BLOAT; a note says why a write was not
+    checked.
 
     Replace-by-paper grows the GIN fast and for good: the churn soak measured 1.69x a fresh
     build after 7 drops of 20% of the papers and 1.97x after 14, while pgvector reuses the HNSW
@@ -137,32 +137,22 @@ def gin_upkeep(backend, rows_changed: int, live_rows: int) -> StoreHealth:
         out.notes.append(f"under {UPKEEP_MIN_SHARE:.0%} of the table changed")
         return out
     pg_health.estimate_fresh_sizes(backend.conn, health, methods=("gin",))
-    for kind in ("gin", "word_gin"):  # the trigram GIN first: its note is the asset's
-        index = health.index(kind)
-        if index is not None:
-            _keep_gin(backend, index, out)
-    return out
-
-
-def _keep_gin(backend, index: pg_health.IndexHealth, out: StoreHealth) -> None:
-    """One GIN index's figures, and its concurrent rebuild when past the bound."""
-    out.figures[f"{index.kind}_bytes"] = index.bytes
-    out.figures[f"{index.kind}_bloat"] = _rounded(index.bloat)
-    prefix = "" if index.kind == "gin" else "word index: "
+    index = health.index("gin")
+    out.figures = {"gin_bytes": index.bytes, "gin_bloat": _rounded(index.bloat)}
     if index.bloat is None:
-        out.notes.append(prefix + "too few rows to estimate")
+        out.notes.append("too few rows to estimate")
     elif not index.valid:
         out.notes.append(f"index {index.name} is INVALID (a failed concurrent build?)")
     elif index.bloat > REINDEX_BLOAT and index.bytes - index.fresh_bytes < UPKEEP_MIN_EXCESS_BYTES:
         out.notes.append(
-            f"{prefix}{index.bloat:.2f}x a fresh build, but"
-            f" {(index.bytes - index.fresh_bytes) / MB:.1f} MB over it: under the"
-            f" {UPKEEP_MIN_EXCESS_BYTES / MB:.0f} MB a rebuild is worth"
+            f"{index.bloat:.2f}x a fresh build, but {(index.bytes - index.fresh_bytes) / MB:.1f} MB"
+            f" over it: under the {UPKEEP_MIN_EXCESS_BYTES / MB:.0f} MB a rebuild is worth"
         )
     elif index.bloat > REINDEX_BLOAT:
         action = _reindex(index)
         apply_action(backend, action)
         out.actions.append(action)
+    return out
 
 
 def _rounded(value: float | None) -> float | None:
@@ -185,9 +175,9 @@ def _pg_figures(health: pg_health.TableHealth) -> dict[str, object]:
         "autovacuums": health.autovacuum_count,
     }
     for index in health.indexes:
-        figures[f"{index.kind}_bytes"] = index.bytes
+        figures[f"{index.method}_bytes"] = index.bytes
         if index.bloat is not None:
-            figures[f"{index.kind}_bloat"] = round(index.bloat, 3)
+            figures[f"{index.method}_bloat"] = round(index.bloat, 3)
     return figures
 
 

@@ -2,10 +2,10 @@
 the ANN index of each layout swapped in on the same table, sizes, and the server's memory.
 
 The build follows PgVectorBackend._bulk_load: in one transaction the table is stripped of its
-indexes, COPY FREEZE writes the rows, then the primary key, the (pmid, chunk_index) btree, the
-trigram GIN and the word GIN are built; each layout's HNSW index is then built on its own (the
-heap and the other indexes are the same for every layout: the column is always float32), with
-maintenance_work_mem sized by the product's pg_bulk.build_memory_mb and its parallel workers.
+indexes, COPY FREEZE writes the rows, then the primary key, the (pmid, chunk_index) btree and the
+trigram GIN are built; each layout's HNSW index is then built on its own (the heap and the other
+indexes are the same for every layout: the column is always float32), with maintenance_work_mem
+sized by the product's pg_bulk.build_memory_mb and its parallel workers.
 """
 
 from __future__ import annotations
@@ -129,12 +129,9 @@ def load_table(dsn: str, embedder, size: int, memory: ServerMemory) -> tuple[Sca
         _timed(build, "primary key", lambda: pg_bulk.restore_primary_key(conn, names))
         # as a first build of the default layout sizes it (pg_bulk.build_memory_mb)
         pg_bulk.use_build_resources(conn, pg_bulk.build_memory_mb(size, embedder.dim, "vector"))
-        btree, trigram, word, _ = pg_ddl.create_indexes(
-            names, store.hnsw_m, store.hnsw_ef_construction
-        )
+        btree, trigram, _ = pg_ddl.create_indexes(names, store.hnsw_m, store.hnsw_ef_construction)
         _timed(build, "btree", lambda: conn.execute(btree))
         _timed(build, "trigram GIN", lambda: conn.execute(trigram))
-        _timed(build, "word GIN", lambda: conn.execute(word))
         build.peak_memory["indexes"] = memory.phase_peak()
     conn.execute(sql.SQL("ANALYZE {}").format(names.ident()))
     store.clear_term_cache("the benchmark's first build")  # COPY above bypassed the store
@@ -178,8 +175,7 @@ def relation_bytes(store: PgVectorBackend) -> dict[str, int]:
     """Heap (+TOAST), and each index that exists, in bytes."""
     conn, names = store.conn, store.names
     wanted = {"table": names.ident(), "primary key": names.pkey, "btree": names.btree,
-              "trigram GIN": names.trgm, "word GIN": names.words,
-              "HNSW": names.hnsw}  # fmt: skip
+              "trigram GIN": names.trgm, "HNSW": names.hnsw}  # fmt: skip
     out = {}
     for label, ident in wanted.items():
         name = ident.as_string(conn)

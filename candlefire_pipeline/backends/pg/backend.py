@@ -18,7 +18,6 @@ from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg import sql as pg_sql
-from candlefire_pipeline.backends.pg import words as pg_words
 from candlefire_pipeline.backends.pg.connect import open_connection
 from candlefire_pipeline.backends.pg.insertion_order import ensure_insertion_order
 from candlefire_pipeline.backends.pg.layout import (
@@ -132,15 +131,12 @@ class PgVectorBackend(PgReads):
         """Inside a locked transaction: check or create the contract; True when just created."""
         stored = self.stored_model()
         common.check_model(stored, model_id, dim)
-        pg_words.ensure_function(self.conn)
         if stored is not None:
             layout = self.stored_layout()
             check_layout(layout, self.layout, self.names.table)
             if layout is not None and layout.quantization == "unknown":
                 log.warning("%s has no ANN index; building it", self.names.table)
                 self._create_indexes(dim)
-            elif not pg_words.has_index(self.conn, self.names):
-                pg_words.add_index(self.conn, self.names)
             if not terms_schema.exists(self.conn, self.names):
                 log.info("adding the term cache to %s", self.names.table)
                 self._create_term_cache(dim)
@@ -204,8 +200,7 @@ class PgVectorBackend(PgReads):
                 )
             report.cleared = report.cleared or stale
         self._upkept(report)
-        for index in (self.names.trgm, self.names.words):
-            pg_health.flush_gin_pending(self.conn, index.as_string(self.conn))
+        pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
         """First full build, in the caller's transaction: bare table, COPY, then every index."""

@@ -8,7 +8,6 @@ from psycopg import sql
 from candlefire_pipeline.backends.pg.copy import COPY_COLUMNS
 from candlefire_pipeline.backends.pg.layout import PLAIN, Layout
 from candlefire_pipeline.backends.pg.sql import SEQ_COLUMN, Names
-from candlefire_pipeline.backends.pg.words import index_statement as words_index
 
 
 def create_table(names: Names, dim: int, layout: Layout = PLAIN) -> sql.Composed:
@@ -49,8 +48,7 @@ def create_indexes(
     layout: Layout = PLAIN,
     dim: int = 0,
 ) -> list[sql.Composed]:
-    """Secondary indexes: btree (pmid, chunk_index), trigram GIN, word GIN, HNSW (cosine or
-    Hamming). The word GIN calls words.FUNCTION: words.ensure_function first."""
+    """Secondary indexes: btree (pmid, chunk_index), trigram GIN, HNSW (cosine or Hamming)."""
     return [
         # (pmid, chunk_index) also serves every lookup by pmid alone: no separate pmid index.
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (pmid, chunk_index)").format(
@@ -60,7 +58,6 @@ def create_indexes(
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (document gin_trgm_ops)").format(
             i=names.trgm, t=names.ident()
         ),
-        words_index(names),
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({key}) "
             "WITH (m = {m}, ef_construction = {ef})"
@@ -77,7 +74,7 @@ def create_indexes(
 def drop_indexes(names: Names) -> list[sql.Composed]:
     return [
         sql.SQL("DROP INDEX IF EXISTS {i}").format(i=i)
-        for i in (names.hnsw, names.words, names.trgm, names.btree)
+        for i in (names.hnsw, names.trgm, names.btree)
     ]
 
 

@@ -19,8 +19,6 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
-from candlefire_pipeline.backends.pg.sql import WORD_INDEX_SUFFIX
-
 log = logging.getLogger(__name__)
 
 #: Live rows copied into the sample table a fresh-size estimate is built on.
@@ -51,13 +49,6 @@ class IndexHealth:
     fresh_bytes: int | None = None  # estimated size of a fresh build over the live rows
 
     @property
-    def kind(self) -> str:
-        """The index method, or `word_gin` for the word index (a second GIN beside the
-        trigram one: "gin" keeps meaning the trigram index in every figure and check)."""
-        is_words = self.method == "gin" and self.name.endswith(WORD_INDEX_SUFFIX)
-        return "word_gin" if is_words else self.method
-
-    @property
     def bloat(self) -> float | None:
         """bytes / the fresh-build estimate (1.0 = as built); None when not estimated."""
         return self.bytes / self.fresh_bytes if self.fresh_bytes else None
@@ -83,8 +74,7 @@ class TableHealth:
         return self.dead_tuples / self.live_tuples if self.live_tuples else 0.0
 
     def index(self, method: str) -> IndexHealth | None:
-        """The index of this kind (IndexHealth.kind): hnsw, gin (trigram), word_gin, btree."""
-        return next((i for i in self.indexes if i.kind == method), None)
+        return next((i for i in self.indexes if i.method == method), None)
 
     def to_dict(self) -> dict:
         out = asdict(self)

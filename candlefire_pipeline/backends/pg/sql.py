@@ -14,8 +14,6 @@ from candlefire_pipeline.backends.pg.layout import PLAIN, Layout
 
 #: Lower-case identifier short enough that every derived index name stays under 63 bytes.
 TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
-#: The word index's name after the table's (backends/pg/words.py; health tells it by this).
-WORD_INDEX_SUFFIX = "_document_words"
 
 #: Selected columns of a result row; similarity is computed (or NULL) after them.
 RESULT_COLUMNS = tuple(f for f in RESULT_FIELDS if f != "similarity")
@@ -55,7 +53,6 @@ class Names:
     btree = _Suffixed("_pmid_chunk")
     hnsw = _Suffixed("_embedding_hnsw")
     trgm = _Suffixed("_document_trgm")
-    words = _Suffixed(WORD_INDEX_SUFFIX)
 
     @property
     def lock_key(self) -> str:

@@ -107,8 +107,7 @@ def _applied(context, pipeline: PipelineResource, store, keys, batches, generati
 
 
 def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries, total: int) -> dict:
-    """pgvector's GIN indexes (trigram, word) checked after a large write, rebuilt concurrently
-    past their bound."""
+    """pgvector's trigram GIN checked after a large write, rebuilt concurrently past its bound."""
     if backend.name != PGVECTOR:
         return {}
     changed = sum(s.rows_written + s.chunks_deleted for s in summaries)
@@ -121,19 +120,14 @@ def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries, total: in
         return {"gin_upkeep": f"not checked: {upkeep.notes[0]}"}
     out = {
         "gin_bloat": upkeep.figures["gin_bloat"],
-        "gin_upkeep": "; ".join(upkeep.notes) or "within bound",
+        "gin_upkeep": upkeep.notes[0] if upkeep.notes else "within bound",
     }
-    if "word_gin_bloat" in upkeep.figures:
-        out["word_gin_bloat"] = upkeep.figures["word_gin_bloat"]
-    done = []
     for action in upkeep.actions:
-        done.append(
+        out["gin_upkeep"] = (
             f"reindex FAILED: {action.error}" if action.error
             else f"reindexed in {action.seconds:.1f} s: {action.reason}"
         )  # fmt: skip
-        context.log.info(f"{action.target}: {done[-1]}")
-    if done:
-        out["gin_upkeep"] = "; ".join(done)
+        context.log.info(f"{action.target}: {out['gin_upkeep']}")
     return out
 
 

@@ -16,7 +16,6 @@ from psycopg import sql
 
 from candlefire_pipeline.backends.common import like_pattern
 from candlefire_pipeline.backends.pg.sql import Names, result_columns
-from candlefire_pipeline.backends.pg.words import words_call
 
 _ESCAPE = sql.SQL("ESCAPE '\\'")
 
@@ -26,38 +25,18 @@ def _operator(mode: str) -> sql.SQL:
 
 
 def probe_query(
-    names: Names,
-    mode: str,
-    variants: list[str],
-    vectors: list,
-    limit: int | None,
-    depth: int,
-    found_by: list[list[str] | None] | None = None,
+    names: Names, mode: str, variants: list[str], vectors: list, limit: int | None, depth: int
 ) -> tuple[sql.Composed, list]:
-    """Rows (ord, holders, witness, abstract_witness, ids, distances), ord from 1.
-
-    A variant with words in `found_by` is found through the word index (words.py), the others
-    through the trigram index. The word branch's OFFSET 0 keeps the LIKE out of its scan: the
-    planner would otherwise AND both indexes and call the word function on every recheck."""
+    """Rows (ord, holders, witness, abstract_witness, ids, distances), ord from 1."""
     cap = sql.SQL("LIMIT %s") if limit is not None else sql.SQL("")
-    found_by = found_by or [None] * len(variants)
     query = sql.SQL(
         """WITH v AS (
-            SELECT * FROM unnest(%s::text[], %b::vector[], %s::text[])
-                WITH ORDINALITY AS v(pattern, vec, words, ord)
+            SELECT * FROM unnest(%s::text[], %b::vector[]) WITH ORDINALITY AS v(pattern, vec, ord)
         ), held AS MATERIALIZED (
             SELECT v.ord, h.chunk_id, h.chunk_index, h.embedding <=> v.vec AS distance
             FROM v CROSS JOIN LATERAL (
-                SELECT * FROM (
-                    SELECT c.chunk_id, c.chunk_index, c.embedding FROM {t} c
-                    WHERE v.words IS NULL AND c.document {op} v.pattern {esc}
-                    UNION ALL
-                    SELECT w.chunk_id, w.chunk_index, w.embedding FROM (
-                        SELECT c.chunk_id, c.chunk_index, c.embedding, c.document FROM {t} c
-                        WHERE v.words IS NOT NULL
-                            AND {words} @> string_to_array(v.words, ' ') OFFSET 0) w
-                    WHERE w.document {op} v.pattern {esc}
-                ) u {cap}) h
+                SELECT c.chunk_id, c.chunk_index, c.embedding FROM {t} c
+                WHERE c.document {op} v.pattern {esc} {cap}) h
         )
         SELECT v.ord, count(h.chunk_id),
             min(h.chunk_id COLLATE "C"),
@@ -68,9 +47,8 @@ def probe_query(
                 FILTER (WHERE h.chunk_id IS NOT NULL))[1:%s], '{{}}')
         FROM v LEFT JOIN held h ON h.ord = v.ord
         GROUP BY v.ord ORDER BY v.ord"""
-    ).format(t=names.ident(), op=_operator(mode), esc=_ESCAPE, cap=cap, words=words_call())
-    spelled = [" ".join(w) if w else None for w in found_by]
-    params: list = [[like_pattern(v) for v in variants], vectors, spelled]
+    ).format(t=names.ident(), op=_operator(mode), esc=_ESCAPE, cap=cap)
+    params: list = [[like_pattern(v) for v in variants], vectors]
     if limit is not None:
         params.append(int(limit))
     return query, [*params, int(depth), int(depth)]

@@ -69,29 +69,27 @@ def keyword_entries(store, ef: int, walks: bool, variants, vectors, depth: int) 
     than walk_threshold() chunks is walked (when `walks` and the table is walked at all): the
     ones the document sample shows frequent at once, the others after a probe finds them so."""
     limit, sampled = None, [False] * len(variants)  # a small table ranks every holder
-    sample, rows, mode = store.document_sample, store.row_estimate(), store.substring_mode
     if walks and not store.exact_scan():
+        rows = store.row_estimate()
         limit = walk_threshold(rows, depth) + 1
-        sampled = sample.frequent(store.conn, store.names, mode, variants, rows, limit - 1)
+        sampled = store.document_sample.frequent(
+            store.conn, store.names, store.substring_mode, variants, rows, limit - 1
+        )
     entries = [Entry(KEYWORD, v, listed=True) for v in variants]
     probed = [i for i, frequent in enumerate(sampled) if not frequent]
     walked = [i for i, frequent in enumerate(sampled) if frequent]
     if probed:
-        found_by = sample.word_filters(
-            store.conn, store.names, mode, [variants[i] for i in probed], rows
-        )
-        walked += _probe(store, entries, probed, vectors, limit, depth, found_by)
+        walked += _probe(store, entries, probed, vectors, limit, depth)
     if walked:
         _walk_keywords(store, ef, entries, sorted(walked), vectors, depth)
     return entries
 
 
-def _probe(store, entries, probed, vectors, limit: int | None, depth: int, found_by) -> list:
-    """Rank the holders of these variants exactly (up to `limit`); the ones past it to walk.
-    `found_by`: per probed variant, the inner words its holders are found by, or None."""
+def _probe(store, entries, probed: list[int], vectors, limit: int | None, depth: int) -> list:
+    """Rank the holders of these variants exactly (up to `limit`); the ones past it to walk."""
     query, params = cold.probe_query(
         store.names, store.substring_mode, [entries[i].text for i in probed],
-        [vectors[i] for i in probed], limit, depth, found_by,
+        [vectors[i] for i in probed], limit, depth,
     )  # fmt: skip
     with store.plan(cold.PROBE_PLAN):
         rows = store.conn.execute(query, params).fetchall()

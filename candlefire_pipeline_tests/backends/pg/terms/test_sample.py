@@ -53,31 +53,3 @@ def test_the_sample_is_taken_again_when_the_table_changes(monkeypatch):
 def test_an_empty_table_routes_nothing(monkeypatch):
     monkeypatch.setattr(sample, "_sample", Taken([]))
     assert DocumentSample().frequent(None, None, "like", ["a", "b"], 0, 1) == [False, False]
-
-
-@pytest.mark.parametrize(
-    ("mode", "variant", "expected"),
-    [
-        ("like", "The essence of", ["essence"]),  # 5 of 1,000 sampled documents: rare
-        ("like", "mutant with TDP", None),  # "with" in 600 of them: the trigrams read less
-        ("like", "essence with all", None),  # "essence" may continue: only "with" is inner
-        ("like", "x essence with y", ["essence", "with"]),  # both inner: rare together
-        ("like", "SOD1", None),  # no inner word
-        ("ilike", "The essence of", None),  # case folded by the locale: trigrams only
-    ],
-)
-def test_a_variant_goes_to_the_word_index_when_its_inner_words_are_rare(
-    monkeypatch, mode, variant, expected
-):
-    documents = ["the essence with"] * 5 + ["found with"] * 595 + ["nothing"] * 400
-    monkeypatch.setattr(sample, "_sample", Taken(documents))
-    monkeypatch.setattr(sample.words, "has_index", lambda conn, names: True)
-    assert DocumentSample().word_filters(None, None, mode, [variant], 100_000) == [expected]
-
-
-def test_no_sample_or_no_word_index_keeps_the_trigrams(monkeypatch):
-    monkeypatch.setattr(sample, "_sample", Taken([]))
-    assert DocumentSample().word_filters(None, None, "like", ["a rare b"], 0) == [None]
-    monkeypatch.setattr(sample, "_sample", Taken(["a rare b"]))
-    monkeypatch.setattr(sample.words, "has_index", lambda conn, names: False)
-    assert DocumentSample().word_filters(None, None, "like", ["a rare b"], 10) == [None]
