@@ -20,10 +20,10 @@ from candlefire_pipeline_tests.parity.demo_stores import (
 )
 
 
-def load_stores(make_backend, rows, pg_mode: str = "like") -> dict:
+def load_stores(make_backend, rows, pg_mode: str = "like", chroma_ef: int = 100) -> dict:
     """pgvector (pg_mode), Chroma (always case-sensitive) and the oracle (pg_mode), same rows."""
     stores = {
-        "chroma": make_backend("chroma"),
+        "chroma": make_backend("chroma", ef_search=chroma_ef),
         "pgvector": make_backend("pgvector", substring_mode=pg_mode),
         "memory": make_backend("memory", substring_mode=pg_mode),
     }
@@ -39,18 +39,14 @@ def gates(report) -> dict:
 
 def test_identical_stores_agree_everywhere(make_backend, demo_rows):
     queries = load_queries()
-    report = run_parity(retrievers(load_stores(make_backend, demo_rows)), queries)
-    # an HNSW miss (below) is reported as an ann_miss the oracle settles; nothing else may differ
-    misses = [d for d in report.divergences if d.kind == "ann_miss"]
-    assert [d for d in report.divergences if d.kind != "ann_miss"] == []
-    assert len({d.query_id for d in misses}) <= 1, misses
-    assert all(d.detail.startswith("the exact oracle agrees with") for d in misses), misses
+    # Chroma's graph is built from threads, so at its default effort one build in many missed a
+    # neighbour of one query; an effort past the row count searches the whole small graph
+    stores = load_stores(make_backend, demo_rows, chroma_ef=2 * demo_rows.num_rows)
+    report = run_parity(retrievers(stores), queries)
+    assert report.divergences == []
     assert report.chunk_counts == dict.fromkeys(("chroma", "pgvector", "memory"), len(demo_rows))
     agg = report.aggregates
-    if misses:  # one chunk of one query's top 15
-        assert agg["min_overlap"] >= 14 / 15 and agg["mean_overlap"] >= 0.99, agg
-    else:
-        assert (agg["mean_overlap"], agg["min_overlap"], agg["mean_rbo"]) == (1.0, 1.0, 1.0)
+    assert (agg["mean_overlap"], agg["min_overlap"], agg["mean_rbo"]) == (1.0, 1.0, 1.0)
     assert agg["grounding_agreement"] == 1.0 and agg["keyword_agreement"] == 1.0
     # every keyword term (entity names, then the query's terms) is grounded twice
     assert agg["grounding_checks"] == 2 * sum(len(set(q.keyword_terms)) for q in queries)
