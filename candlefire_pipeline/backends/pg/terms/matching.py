@@ -1,8 +1,10 @@
 """Which kept entries a write's new chunks may change, found in the writer's process.
 
-One read of the kept texts (binary, vectors included), then each new document is scanned once
-(Aho-Corasick over the keyword variants, whatever their number) and every new vector is compared
-with the kept vectors in numpy (float32, blocks bounded in memory). A pair is `near` when numpy
+One read of the kept texts (binary; the entity names' vectors included), then each new document
+is scanned once (Aho-Corasick over the keyword variants, whatever their number) and every new
+vector is compared with the kept vectors in numpy (float32, blocks bounded in memory). A keyword
+variant's vector is read only when a new document holds it: most variants are held by none, and
+reading every vector was half of a small drop's upkeep. A pair is `near` when numpy
 puts the chunk within MARGIN of the entry's last member, or the entry takes every candidate:
 only near pairs get their exact distance from Postgres (the `<=>` a fresh query computes). A far
 pair can never enter the list, so it matters only where it may become a witness; the others are
@@ -12,7 +14,7 @@ dropped here, which keeps the exact checks proportional to what can change, not 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import ahocorasick
@@ -47,7 +49,12 @@ class Kept:
     open_witness: np.ndarray  # no witness, or one this write deleted
     open_abstract: np.ndarray  # no abstract witness, or one this write deleted
     touched: np.ndarray  # a deleted chunk is a member or a witness
-    vectors: np.ndarray | None  # unit rows (zeros where an entry has none); None: not read
+    #: unit rows: a listed entity name's vector, zeros for the others; None: not read
+    vectors: np.ndarray | None
+
+
+#: The unit vectors of the entries at these indexes of a Kept, in that order.
+VectorsOf = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -67,12 +74,15 @@ class Pairs:
 
 
 def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: int | None) -> Kept:
-    """Every kept entry's matching state in one statement; its vector when `dim` is given.
+    """Every kept entry's matching state in one statement; a listed entity name's vector when
+    `dim` is given (each new chunk is compared with all of them).
 
     Membership is one hashed probe per member over the whole cache (89 ms for 10,000 entries
     and 12,000 deleted ids, buffers cold): an index on the members would be written by every
     keep and every upkeep, and a GIN one makes each search read its pending list."""
-    vector = sql.SQL("vector_send(vector)" if dim else "NULL::bytea")
+    vector = sql.SQL(
+        "CASE WHEN kind = {k} AND listed THEN vector_send(vector) END" if dim else "NULL::bytea"
+    ).format(k=sql.Literal(ENTITY))
     query = sql.SQL(
         "SELECT id, kind, split_part(recipe, ';', 1), text, listed, complete, cardinality(ids), "
         "distances[cardinality(ids)], witness IS NULL OR witness = ANY(%s::text[]), "
@@ -80,7 +90,8 @@ def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: i
         "EXISTS (SELECT 1 FROM unnest({members}) m(id) WHERE m.id = ANY(%s::text[])), {vector} "
         "FROM {e} e"
     ).format(e=schema.terms_table(names), members=schema.members(), vector=vector)
-    rows = conn.execute(query, [deleted] * 3).fetchall()
+    # binary: a vector arrives as its bytes, not as hex text twice its size to decode
+    rows = conn.cursor(binary=True).execute(query, [deleted] * 3).fetchall()
     columns = list(zip(*rows, strict=True)) if rows else [()] * 12
     count = np.asarray(columns[6], dtype=np.int64)
     last = np.asarray([d if d is not None else -np.inf for d in columns[7]], dtype=np.float64)
@@ -94,6 +105,15 @@ def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: i
         touched=np.asarray(columns[10], dtype=bool),
         vectors=_unit_vectors(columns[11], dim) if dim else None,
     )  # fmt: skip
+
+
+def read_vectors(conn, names: Names, ids: Sequence[int], dim: int) -> np.ndarray:
+    """These entries' vectors as unit rows, in the order asked (zeros where one has none)."""
+    query = sql.SQL("SELECT id, vector_send(vector) FROM {e} WHERE id = ANY(%s)").format(
+        e=schema.terms_table(names)
+    )
+    found = dict(conn.cursor(binary=True).execute(query, [list(map(int, ids))]).fetchall())
+    return _unit_vectors(tuple(found.get(int(i)) for i in ids), dim)
 
 
 def as_array(value) -> np.ndarray:
@@ -115,12 +135,15 @@ def _unit_vectors(sent: tuple, dim: int) -> np.ndarray:
     return matrix
 
 
-def find_pairs(kept: Kept, added: pa.Table) -> Pairs:
-    """Every (entry, new row) pair that may change an entry, keyword and entity."""
+def find_pairs(kept: Kept, added: pa.Table, vectors_of: VectorsOf | None = None) -> Pairs:
+    """Every (entry, new row) pair that may change an entry, keyword and entity.
+
+    vectors_of gives the unit vectors of the entries at these indexes of `kept` (the writer
+    reads the held variants' ones); None: they are in kept.vectors."""
     abstract = np.asarray(added["chunk_index"].to_numpy(zero_copy_only=False) == 0)
     matrix = common.unit_rows(common.embedding_matrix(added))
     held_e, held_r = _keyword_holders(kept, added["document"].to_pylist())
-    near = _near(kept, matrix, held_e, held_r)
+    near = _near(kept, matrix, held_e, held_r, vectors_of or kept.vectors.__getitem__)
     keep = near | kept.open_witness[held_e] | (kept.open_abstract[held_e] & abstract[held_r])
     ent_e, ent_r = _entity_pairs(kept, matrix)
     return Pairs(
@@ -177,16 +200,20 @@ def held(matcher: ahocorasick.Automaton, document: str, fold) -> set[int]:
     return {i for _, found in matcher.iter(fold(document)) for i in found}
 
 
-def _near(kept: Kept, matrix: np.ndarray, entries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _near(kept: Kept, matrix, entries, rows, vectors_of: VectorsOf) -> np.ndarray:
     """For each pair: a listed entry whose list this row may enter."""
     near = np.zeros(len(entries), dtype=bool)
+    listed = np.flatnonzero(kept.listed[entries])
+    if not len(listed):
+        return near
+    wanted = np.unique(entries[listed])
+    vectors = vectors_of(wanted)
     step = max(1, BLOCK_CELLS // matrix.shape[1])
-    for start in range(0, len(entries), step):
-        e, r = entries[start : start + step], rows[start : start + step]
-        distance = 1.0 - np.einsum("ij,ij->i", kept.vectors[e], matrix[r])
-        near[start : start + step] = kept.listed[e] & (
-            kept.takes_all[e] | (distance <= kept.last[e] + MARGIN)
-        )
+    for start in range(0, len(listed), step):
+        pair = listed[start : start + step]
+        e, r = entries[pair], rows[pair]
+        distance = 1.0 - np.einsum("ij,ij->i", vectors[np.searchsorted(wanted, e)], matrix[r])
+        near[pair] = kept.takes_all[e] | (distance <= kept.last[e] + MARGIN)
     return near
 
 

@@ -117,7 +117,11 @@ def _maintain(conn, names, deleted, added, cap, report) -> None:
         return
     dim = common.rows_dim(added) if adds else None
     kept = matching.read_kept(conn, names, sorted(deleted), dim)
-    pairs = matching.find_pairs(kept, added) if adds else Pairs.none()
+    pairs = Pairs.none()
+    if adds:
+        pairs = matching.find_pairs(
+            kept, added, lambda at: matching.read_vectors(conn, names, kept.ids[at], dim)
+        )
     report.pairs = len(pairs)
     wanted = set(pairs.entries.tolist()) | set(kept.ids[kept.touched].tolist())
     entries = _entries(conn, names, sorted(wanted))

@@ -66,3 +66,23 @@ def test_a_complete_list_takes_every_holder_however_far():
     pairs = find_pairs(kept(takes_all=np.asarray([True, False, False])),
                        added([("b", 1, "has SOD1", [0.0, 1.0])]))  # fmt: skip
     assert (pairs.entries.tolist(), pairs.near.tolist()) == ([10], [True])
+
+
+def test_only_the_vectors_of_held_listed_variants_are_asked_for():
+    asked = []
+
+    def vectors_of(at: np.ndarray) -> np.ndarray:
+        asked.append(at.tolist())
+        return kept().vectors[at]
+
+    # the writer's Kept has no keyword vectors: only the entity name's row is filled
+    entities_only = kept(vectors=np.asarray([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]], np.float32))
+    row = added([("a", 1, "has SOD1 and TDP", [1.0, 0.05])])
+    pairs = find_pairs(entities_only, row, vectors_of)
+    assert asked == [[0]]  # TDP is held too, but keeps no list: no vector to compare with
+    expected = find_pairs(kept(), row)
+    assert (pairs.entries.tolist(), pairs.near.tolist()) == (
+        expected.entries.tolist(), expected.near.tolist(),
+    )  # fmt: skip
+    assert find_pairs(entities_only, added([("d", 1, "nothing", [1.0, 0.0])]), vectors_of)
+    assert len(asked) == 1  # no document held a variant: nothing read
