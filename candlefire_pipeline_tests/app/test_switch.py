@@ -23,6 +23,7 @@ from candlefire_pipeline.parity.report.files import write_report
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.app.corpus import promote_directly
 from candlefire_pipeline_tests.generations.deployment import build, deploy, drop_tables
+from candlefire_pipeline_tests.latency import ignore_machine_latency
 
 QUESTION = dict(query_texts=["SPG302 restores synapses in ALS"], n_results=8,
                 include=["metadatas", "distances"])  # fmt: skip
@@ -34,8 +35,7 @@ def deployment(tmp_path_factory, pg_dsn):
     """The demo drops in every store (hashing-v1, 64-dim) and a parity report passing every
     gate; the switch is reset before each test."""
     monkeypatch = pytest.MonkeyPatch()
-    # latency is a property of this shared machine, not of the index: the widest allowed ratio
-    monkeypatch.setenv("CANDLEFIRE_PARITY_P95_RATIO", "3.0")
+    ignore_machine_latency(monkeypatch)  # a property of this shared machine, not of the index
     monkeypatch.setenv("CANDLEFIRE_STORES", "pgvector,chroma")  # the pair the switch flips
     settings = deploy(monkeypatch, tmp_path_factory.mktemp("app-switch"), pg_dsn)
     embedder = embedder_for(settings, "query")

@@ -15,6 +15,7 @@ from candlefire_pipeline.defs.stores.assets import chroma_chunks, pgvector_chunk
 from candlefire_pipeline.defs.stores.checks import stores_agree
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, pipeline_env
+from candlefire_pipeline_tests.latency import ignore_machine_latency
 
 PARITY, SERVING = dg.AssetKey("parity_report"), dg.AssetKey("serving_backend")
 
@@ -85,7 +86,7 @@ def _parity_report_with_its_checks(instance) -> dg.ExecuteInProcessResult:
 def test_the_serving_decision_follows_a_fresh_report_only_when_its_gates_passed(
     settings, monkeypatch
 ):
-    monkeypatch.setenv("CANDLEFIRE_PARITY_P95_RATIO", "3.0")  # latency is a machine property
+    ignore_machine_latency(monkeypatch)  # latency is a machine property
     first = write_demo_drops(settings.drops_dir)[0].name  # enough evidence for every gate
     with dg.instance_for_test() as instance:
         assert Pipeline(instance).ingest(first).success

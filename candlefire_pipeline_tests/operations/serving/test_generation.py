@@ -40,6 +40,7 @@ from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.defs.pipeline_harness import Pipeline, metadata
 from candlefire_pipeline_tests.generations.deployment import build, deploy, drop_tables
+from candlefire_pipeline_tests.latency import ignore_machine_latency
 
 QUERY = ("SPG302 restores synapses in ALS", ["TDP-43"], ["SPG302"])
 CHROMA, DEFAULT_PG = Target("chroma", "default"), Target("pgvector", "default")
@@ -47,8 +48,7 @@ CHROMA, DEFAULT_PG = Target("chroma", "default"), Target("pgvector", "default")
 
 @pytest.fixture
 def deployment(tmp_path, monkeypatch, pg_dsn):
-    # latency is a property of this shared machine, not of the index: the widest allowed ratio
-    monkeypatch.setenv("CANDLEFIRE_PARITY_P95_RATIO", "3.0")
+    ignore_machine_latency(monkeypatch)  # a property of this shared machine, not of the index
     settings = deploy(monkeypatch, tmp_path, pg_dsn)
     yield settings
     drop_tables(settings)
