@@ -27,8 +27,10 @@ def build_parser(found: dict[str, registry.Benchmark]) -> argparse.ArgumentParse
     names = parser.add_subparsers(dest="name", metavar="NAME")
     for benchmark in found.values():
         alias = benchmark.name.replace("-", "_")
+        # argparse %-formats a help string: a summary's "50%" would break --help
         sub = names.add_parser(
-            benchmark.name, help=benchmark.summary, description=benchmark.summary,
+            benchmark.name, help=benchmark.summary.replace("%", "%%"),
+            description=benchmark.summary,
             aliases=[alias] if alias != benchmark.name else [], allow_abbrev=False,
         )  # fmt: skip
         benchmark.add_options(sub)

@@ -41,6 +41,16 @@ def test_the_list_names_every_benchmark_what_it_measures_and_what_it_writes():
             assert lines[name].endswith("[writes no section]")
 
 
+@pytest.mark.parametrize("argv", [["--help"], *([name, "--help"] for name in FOUND)])
+def test_help_works_and_shows_each_summary(capsys, argv):
+    with pytest.raises(SystemExit) as done:
+        cli.main(argv)
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps the lines
+    assert done.value.code == 0
+    for name in FOUND if len(argv) == 1 else argv[:1]:
+        assert " ".join(FOUND[name].summary.split()[:4]) in shown, name
+
+
 @pytest.mark.parametrize("name", list(FOUND))
 def test_each_section_a_benchmark_writes_has_its_markers(name):
     text = section.BENCHMARKS_MD.read_text()
