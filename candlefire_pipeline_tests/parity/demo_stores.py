@@ -41,5 +41,12 @@ EMBEDDER = JitteredHashingEmbedder()
 ABSTRACT_ONLY_PMID = demo.demo_pmid(demo.GAINS_FULL_TEXT)  # one chunk, its id the bare pmid
 
 
+def whole_graph_ef(rows) -> int:
+    """A Chroma ef_search past the row count. Chroma builds its graph from threads, so at its
+    default effort one build in many misses a neighbour (an ann_miss, not what a parity test is
+    about); an effort past the row count searches the whole small graph."""
+    return 2 * rows.num_rows
+
+
 def retrievers(stores: dict) -> dict[str, Retriever]:
     return {name: Retriever(s, EMBEDDER, RetrievalSettings()) for name, s in stores.items()}

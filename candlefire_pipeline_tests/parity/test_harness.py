@@ -17,6 +17,7 @@ from candlefire_pipeline_tests.parity.demo_stores import (
     ABSTRACT_ONLY_PMID,
     EMBEDDER,
     retrievers,
+    whole_graph_ef,
 )
 
 
@@ -39,9 +40,7 @@ def gates(report) -> dict:
 
 def test_identical_stores_agree_everywhere(make_backend, demo_rows):
     queries = load_queries()
-    # Chroma's graph is built from threads, so at its default effort one build in many missed a
-    # neighbour of one query; an effort past the row count searches the whole small graph
-    stores = load_stores(make_backend, demo_rows, chroma_ef=2 * demo_rows.num_rows)
+    stores = load_stores(make_backend, demo_rows, chroma_ef=whole_graph_ef(demo_rows))
     report = run_parity(retrievers(stores), queries)
     assert report.divergences == []
     assert report.chunk_counts == dict.fromkeys(("chroma", "pgvector", "memory"), len(demo_rows))

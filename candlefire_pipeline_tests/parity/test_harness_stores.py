@@ -20,7 +20,12 @@ from candlefire_pipeline.parity.report.model import ParityReport
 from candlefire_pipeline.retrieval.retriever import TIMING_STAGES
 from candlefire_pipeline.settings import ParityThresholds
 from candlefire_pipeline_tests.defs.pipeline_harness import SlowReads
-from candlefire_pipeline_tests.parity.demo_stores import ABSTRACT_ONLY_PMID, EMBEDDER, retrievers
+from candlefire_pipeline_tests.parity.demo_stores import (
+    ABSTRACT_ONLY_PMID,
+    EMBEDDER,
+    retrievers,
+    whole_graph_ef,
+)
 from candlefire_pipeline_tests.parity.test_gates import conformance
 
 STORES = ("chroma", "pgvector", "qdrant")
@@ -80,9 +85,7 @@ class FailsAfter:
 
 
 def load_stores(make_backend, rows) -> dict:
-    # Chroma builds its graph from threads, so at its default effort one build in many misses a
-    # neighbour (an ann_miss, not the divergence under test); past the row count it cannot
-    efforts = {"chroma": {"ef_search": 2 * rows.num_rows}}
+    efforts = {"chroma": {"ef_search": whole_graph_ef(rows)}}
     stores = {name: make_backend(name, **efforts.get(name, {})) for name in STORES}
     stores["memory"] = make_backend("memory")
     for store in stores.values():
