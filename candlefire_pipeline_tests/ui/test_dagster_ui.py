@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -21,6 +20,7 @@ from candlefire_pipeline.settings import REPO_ROOT
 from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.ui.browser import HeadlessChromium
 from candlefire_pipeline_tests.ui.dagster_dev import DagsterDev, running_dagster_dev
+from candlefire_pipeline_tests.ui.markdown_dialog import SHOW_MARKDOWN, show_markdown_until
 
 pytestmark = pytest.mark.slow
 
@@ -37,26 +37,12 @@ Array.from(document.querySelectorAll('svg foreignObject'))
   .map(fo => fo.querySelector('[class*="assetName"]') || fo)
   .map(el => el.textContent.trim())
 """
-SHOW_MARKDOWN = "[Show Markdown]"
 SCROLL_TO_REPORT_TOP_JS = """
 Array.from(document.querySelectorAll('h1'))
   .filter(h => h.textContent.startsWith('Parity report'))
   .forEach(h => h.scrollIntoView())
 """
 TABLE_HEADERS_JS = "Array.from(document.querySelectorAll('th')).map(th => th.textContent.trim())"
-# Centre of the "[Show Markdown]" link in the metadata row whose key is %s (null if inline).
-SHOW_MARKDOWN_BOX_JS = """
-(() => {
-  const row = Array.from(document.querySelectorAll('tr'))
-    .find(tr => tr.querySelector('td') && tr.querySelector('td').innerText.trim() === %s);
-  const link = row && Array.from(row.querySelectorAll('*'))
-    .find(el => el.textContent.trim() === '[Show Markdown]' && el.children.length === 0);
-  if (!link) return null;
-  link.scrollIntoView({block: 'center'});
-  const r = link.getBoundingClientRect();
-  return {x: r.left + r.width / 2, y: r.top + r.height / 2};
-})()
-"""
 # The plots rendered on the page: every <img> with a PNG data: URI, and its decoded width.
 PLOT_IMAGES_JS = """
 Array.from(document.querySelectorAll('img'))
@@ -159,15 +145,6 @@ def _instance(home: Path) -> Iterator[dg.DagsterInstance]:
         patch.setenv("DAGSTER_HOME", str(home))
         with dg.DagsterInstance.from_config(str(home)) as instance:
             yield instance
-
-
-def _show_markdown_of(browser: HeadlessChromium, key: str) -> None:
-    """Open the markdown dialog of one metadata entry (the UI shows long markdown behind a
-    "[Show Markdown]" link, one per entry; the report and the plots both have one)."""
-    box = browser.evaluate(SHOW_MARKDOWN_BOX_JS % json.dumps(key))
-    assert box is not None, f"no {SHOW_MARKDOWN} in the {key} row: {browser.body_text()[:2000]}"
-    for kind in ("mousePressed", "mouseReleased"):
-        browser.page("Input.dispatchMouseEvent", type=kind, button="left", clickCount=1, **box)
 
 
 def _latest_metadata(home: Path, asset: str) -> dict:
@@ -308,10 +285,11 @@ def test_parity_report_page_renders_its_tables(
         lambda: expected <= headers() or SHOW_MARKDOWN in browser.body_text(),
         describe=lambda: f"no report table; page text: {browser.body_text()[:3000]}",
     )
-    if not expected <= headers():
-        _show_markdown_of(browser, "report")
-    browser.wait_for(
-        lambda: expected <= headers(), describe=lambda: f"missing headers: {expected - headers()}"
+    show_markdown_until(
+        browser,
+        "report",
+        lambda: expected <= headers(),
+        describe=lambda: f"missing headers: {expected - headers()}",
     )
     assert f"Parity report {report_id}" in browser.body_text()
     browser.evaluate(SCROLL_TO_REPORT_TOP_JS)
@@ -333,10 +311,10 @@ def test_parity_plots_load_as_images_on_the_report_page(
         lambda: bool(loaded()) or SHOW_MARKDOWN in browser.body_text(),
         describe=lambda: f"no plots nor markdown link; page: {browser.body_text()[:2000]}",
     )
-    if not loaded():
-        _show_markdown_of(browser, "plots")
     # decoded by the browser, not just an <img> tag: naturalWidth is 0 for a broken image
-    browser.wait_for(
+    show_markdown_until(
+        browser,
+        "plots",
         lambda: {i["alt"] for i in loaded()} >= set(titles),
         describe=lambda: f"plots on the page: {browser.evaluate(PLOT_IMAGES_JS)}",
     )
