@@ -31,18 +31,6 @@ CHROMIUM_FLAGS = (
 )
 
 
-# Centre of the innermost element whose whole text equals %s (a JSON string), or null.
-_BOX_OF_TEXT_JS = """(() => {
-  const text = %s;
-  const hits = Array.from(document.querySelectorAll('body *'))
-    .filter(el => el.textContent.trim() === text && el.children.length === 0);
-  if (!hits.length) return null;
-  hits[0].scrollIntoView({block: 'center'});
-  const r = hits[0].getBoundingClientRect();
-  return {x: r.left + r.width / 2, y: r.top + r.height / 2};
-})()"""
-
-
 class BrowserError(RuntimeError):
     """Chromium failed to start, a DevTools command failed, or a page never got ready."""
 
@@ -123,12 +111,8 @@ class HeadlessChromium:
         if result.get("errorText"):
             raise BrowserError(f"navigating to {url}: {result['errorText']}")
 
-    def click_text(self, text: str) -> None:
-        """A real mouse click on the centre of the innermost element whose text is `text`."""
-        box = self.evaluate(_BOX_OF_TEXT_JS % json.dumps(text))
-        if box is None:
-            raise BrowserError(f"no element with text {text!r}")
-        x, y = box["x"], box["y"]
+    def click_at(self, x: float, y: float) -> None:
+        """A real left click (press + release) at a point of the viewport."""
         for kind in ("mousePressed", "mouseReleased"):
             self.page("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 

@@ -6,22 +6,23 @@ import json
 import time
 from collections.abc import Callable
 
-from candlefire_pipeline_tests import procs
 from candlefire_pipeline_tests.ui.browser import BrowserError, HeadlessChromium
 
 SHOW_MARKDOWN = "[Show Markdown]"
-# The "[Show Markdown]" link in the metadata row whose key is %s, scrolled into view: the
-# centre of its box, or null when the row shows its markdown inline.
+# The link (JSON string %s) in the metadata row whose key is %s, scrolled into view and clicked
+# as an element when %s: the centre of its box, or null when the row shows its markdown inline.
 _LINK_JS = """
 (() => {
+  const [text, key, clickElement] = [%s, %s, %s];
   const row = Array.from(document.querySelectorAll('tr'))
-    .find(tr => tr.querySelector('td') && tr.querySelector('td').innerText.trim() === %s);
+    .find(tr => tr.querySelector('td') && tr.querySelector('td').innerText.trim() === key);
   const link = row && Array.from(row.querySelectorAll('*'))
-    .find(el => el.textContent.trim() === '[Show Markdown]' && el.children.length === 0);
+    .find(el => el.textContent.trim() === text && el.children.length === 0);
   if (!link) return null;
   link.scrollIntoView({block: 'center'});
+  if (clickElement) link.click();
   const r = link.getBoundingClientRect();
-  return {x: r.left + r.width / 2, y: r.top + r.height / 2, %s};
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2};
 })()
 """
 _DIALOG_OPEN_JS = "!!document.querySelector('[role=\"dialog\"]')"
@@ -36,31 +37,27 @@ def show_markdown_until(
     condition: Callable[[], bool],
     *,
     describe: Callable[[], str],
-    limit_s: float = procs.STARTUP_LIMIT_S,
 ) -> None:
     """Open the markdown dialog of one metadata entry and wait until `condition` holds."""
-    deadline = time.monotonic() + limit_s
-    clicks = 0
-    last_click = float("-inf")
-    while not condition():
-        now = time.monotonic()
-        if now >= deadline:
-            raise BrowserError(f"page condition never held after {clicks} clicks; {describe()}")
-        if now - last_click >= RECLICK_AFTER_S and not browser.evaluate(_DIALOG_OPEN_JS):
-            _click_link(browser, key, as_mouse=clicks == 0)
-            clicks, last_click = clicks + 1, now
-        time.sleep(0.5)
+    clicks: list[float] = []  # when the link was clicked
+
+    def shown() -> bool:
+        if condition():
+            return True
+        due = not clicks or time.monotonic() - clicks[-1] >= RECLICK_AFTER_S
+        if due and not browser.evaluate(_DIALOG_OPEN_JS):
+            _click_link(browser, key, retry=bool(clicks))
+            clicks.append(time.monotonic())
+        return False
+
+    browser.wait_for(shown, describe=lambda: f"after {len(clicks)} clicks: {describe()}")
 
 
-def _click_link(browser: HeadlessChromium, key: str, *, as_mouse: bool) -> None:
+def _click_link(browser: HeadlessChromium, key: str, *, retry: bool) -> None:
     """A real mouse click first; a retry clicks the element itself (immune to layout shifts)."""
-    action = "clicked: false" if as_mouse else "clicked: (link.click(), true)"
-    box = browser.evaluate(_LINK_JS % (json.dumps(key), action))
+    args = (json.dumps(SHOW_MARKDOWN), json.dumps(key), json.dumps(retry))
+    box = browser.evaluate(_LINK_JS % args)
     if box is None:
         raise BrowserError(f"no {SHOW_MARKDOWN} in the {key} row: {browser.body_text()[:2000]}")
-    if not box["clicked"]:
-        for kind in ("mousePressed", "mouseReleased"):
-            browser.page(
-                "Input.dispatchMouseEvent", type=kind, button="left", clickCount=1,
-                x=box["x"], y=box["y"],
-            )  # fmt: skip
+    if not retry:
+        browser.click_at(box["x"], box["y"])
