@@ -29,6 +29,7 @@ from candlefire_pipeline.backends.pg.layout import (
     stored_layout,
 )
 from candlefire_pipeline.backends.pg.reads import PgReads
+from candlefire_pipeline.backends.pg.terms import ahead as terms_ahead
 from candlefire_pipeline.backends.pg.terms import schema as terms_schema
 from candlefire_pipeline.backends.pg.terms import upkeep as terms_upkeep
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams, TermCache
@@ -128,7 +129,8 @@ class PgVectorBackend(PgReads):
         self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [self.names.lock_key])
 
     def _fix_model(self, model_id: str, dim: int) -> bool:
-        """Inside a locked transaction: check or create the contract; True when just created."""
+        """Inside a locked transaction: check or create the contract; True when this transaction
+        created or altered the term cache's table (other connections cannot read it yet)."""
         stored = self.stored_model()
         common.check_model(stored, model_id, dim)
         if stored is not None:
@@ -140,8 +142,10 @@ class PgVectorBackend(PgReads):
             if not terms_schema.exists(self.conn, self.names):
                 log.info("adding the term cache to %s", self.names.table)
                 self._create_term_cache(dim)
-            elif terms_schema.drop_members_index(self.conn, self.names):
-                log.info("dropped the term cache's members index of %s", self.names.table)
+                return True
+            if upgraded := terms_schema.upgrade(self.conn, self.names):
+                log.info("term cache of %s: %s", self.names.table, ", ".join(upgraded))
+                return True
             return False
         self.conn.execute(pg_ddl.create_meta(self.names))
         self.conn.execute(pg_ddl.create_table(self.names, dim, self.layout))
@@ -186,7 +190,7 @@ class PgVectorBackend(PgReads):
         pmids = pc.unique(rows["pmid"]).to_pylist()
         with self.conn.transaction():
             self._lock()
-            self._fix_model(model_id, dim)
+            new_cache = self._fix_model(model_id, dim)
             ensure_insertion_order(self.conn, self.names)
             stale = terms_upkeep.begin(self.conn, self.names)
             if rows.num_rows >= self.bulk_rebuild_rows and self._is_empty():
@@ -194,9 +198,11 @@ class PgVectorBackend(PgReads):
                 report = terms_upkeep.clear_all(self.conn, self.names, "first build of the table")
             else:
                 deleted = self._delete_returning(pmids)
+                inline = bool(stale) or new_cache
+                ahead = terms_ahead.start(self._dsn, self.names, deleted, rows, inline)
                 pg_bulk.copy_rows(self.conn, self.names, rows, progress=progress)
                 report = terms_upkeep.maintain(
-                    self.conn, self.names, deleted, rows, self.terms.params.depth
+                    self.conn, self.names, deleted, rows, self.terms.params.depth, ahead
                 )
             report.cleared = report.cleared or stale
         self._upkept(report)

@@ -20,6 +20,11 @@ from candlefire_pipeline.backends.pg.sql import Names
 
 #: The transaction-local setting a maintained writer turns on (its statements bump nothing).
 MAINTAINED = "candlefire.maintained_write"
+#: Half of each page of entries left free: a write's new version of an entry then fits on its
+#: page, a HOT update that writes no index (no indexed column changes). Measured on 10,000
+#: entries, 2,200 changed (a 1% drop): UPDATE 8 ms at 50, 22-51 ms full and compact, 80-140 ms
+#: full and bloated by earlier non-HOT updates.
+FILLFACTOR = 50
 
 
 def terms_table(names: Names) -> sql.Identifier:
@@ -63,23 +68,37 @@ def create_statements(names: Names, dim: int) -> list[sql.Composed]:
             hits bigint NOT NULL DEFAULT 0, fills bigint NOT NULL DEFAULT 1,
             created_at timestamptz NOT NULL DEFAULT now(),
             used_at timestamptz NOT NULL DEFAULT now(),
-            PRIMARY KEY (kind, recipe, model_id, text))"""
-        ).format(e=terms, dim=sql.Literal(int(dim))),
+            PRIMARY KEY (kind, recipe, model_id, text)) WITH (fillfactor = {ff})"""
+        ).format(e=terms, dim=sql.Literal(int(dim)), ff=sql.Literal(FILLFACTOR)),
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {e} (used_at)").format(
             i=names.ident("_terms_used"), e=terms
         ),
     ]
 
 
-def drop_members_index(conn: psycopg.Connection, names: Names) -> bool:
-    """Drop the GIN index on the members that earlier versions built: every keep and every
-    upkeep wrote it, and its pending list made each writer's search slower than the hashed
-    pass over the cache that replaced it (matching.py). True when there was one."""
+def upgrade(conn: psycopg.Connection, names: Names) -> list[str]:
+    """Bring a cache made by an earlier version to this one's layout; what was done (empty:
+    nothing, no lock taken)."""
+    done = []
     index = names.ident("_terms_members").as_string(conn)
-    if conn.execute("SELECT to_regclass(%s) IS NULL", [index]).fetchone()[0]:
-        return False
-    conn.execute(sql.SQL("DROP INDEX {i}").format(i=names.ident("_terms_members")))
-    return True
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", [index]).fetchone()[0]:
+        # every keep and every upkeep wrote it, and its pending list made each writer's search
+        # slower than the hashed pass over the cache that replaced it (matching.py)
+        conn.execute(sql.SQL("DROP INDEX {i}").format(i=names.ident("_terms_members")))
+        done.append("dropped its members index")
+    options = conn.execute(
+        "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = to_regclass(%s)",
+        [terms_table(names).as_string(conn)],
+    ).fetchone()[0]
+    if f"fillfactor={FILLFACTOR}" not in options:
+        # new pages only: the pages written from now on leave room for HOT updates
+        conn.execute(
+            sql.SQL("ALTER TABLE {e} SET (fillfactor = {ff})").format(
+                e=terms_table(names), ff=sql.Literal(FILLFACTOR)
+            )
+        )
+        done.append(f"set fillfactor {FILLFACTOR}")
+    return done
 
 
 def members(alias: str = "e") -> sql.Composed:

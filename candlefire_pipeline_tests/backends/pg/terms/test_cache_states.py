@@ -199,22 +199,36 @@ def test_texts_must_come_one_per_vector(store):
         store.semantic_candidates(vectors(NAMES), N, stage="entities", texts=list(NAMES[:2]))
 
 
-def test_a_write_drops_the_members_index_earlier_versions_built_and_stays_exact(store, corpus):
+def fillfactor(store) -> str | None:
+    options = store.conn.execute(
+        "SELECT reloptions FROM pg_class WHERE oid = to_regclass(%s)",
+        [schema.terms_table(store.names).as_string(store.conn)],
+    ).fetchone()[0]
+    return next((o for o in options or [] if o.startswith("fillfactor=")), None)
+
+
+def test_a_write_upgrades_the_cache_earlier_versions_built_and_stays_exact(store, corpus):
     warm(store, N)
+    assert fillfactor(store) == f"fillfactor={schema.FILLFACTOR}"  # a new cache has it
+    terms = schema.terms_table(store.names)
     index = store.names.ident("_terms_members")
     store.conn.execute(
         sql.SQL(
             "CREATE INDEX {i} ON {e} USING gin ((ids || ARRAY[coalesce(witness, ''), "
             "coalesce(abstract_witness, '')]))"
-        ).format(i=index, e=schema.terms_table(store.names))
+        ).format(i=index, e=terms)
     )
+    store.conn.execute(sql.SQL("ALTER TABLE {e} RESET (fillfactor)").format(e=terms))
     present = "SELECT to_regclass(%s) IS NOT NULL"
     assert store.conn.execute(present, [index.as_string(store.conn)]).fetchone()[0]
+    assert fillfactor(store) is None
     pmids = sorted(corpus.papers)[:4]
     corpus.replace(pmids)
     store.replace_papers(corpus.rows(pmids))
     assert not store.conn.execute(present, [index.as_string(store.conn)]).fetchone()[0]
+    assert fillfactor(store) == f"fillfactor={schema.FILLFACTOR}"
     assert store.last_upkeep.changed > 0 and differences(store) == [] and valid(store)
+    assert store.last_upkeep.ahead_seconds == 0  # its own DDL: the upkeep read inline
 
 
 def test_a_variant_the_sample_shows_frequent_is_walked_without_a_probe(

@@ -3,11 +3,14 @@ every write, whatever the sequence of adds, replaces, deletes and churn."""
 
 from __future__ import annotations
 
+import logging
 import random
 
 import pytest
 
+from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
+from candlefire_pipeline.backends.pg.terms import ahead
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams
 from candlefire_pipeline_tests.backends.pg.terms.corpus import NAMES, VARIANTS, Corpus, vectors
 from candlefire_pipeline_tests.backends.pg.terms.helpers import differences, kept, valid, warm
@@ -46,7 +49,8 @@ def drop(corpus: Corpus, store, rng: random.Random) -> str:
 
 
 @pytest.mark.parametrize(("seed", "mode"), [(1, "like"), (2, "like"), (3, "ilike")])
-def test_kept_entries_equal_fresh_ones_after_every_random_drop(make_backend, seed, mode):
+def test_kept_entries_equal_fresh_ones_after_every_random_drop(make_backend, caplog, seed, mode):
+    caplog.set_level(logging.INFO, logger=ahead.__name__)
     rng = random.Random(seed)
     corpus = Corpus(rng)
     store = make_backend("pgvector", substring_mode=mode, cache=CacheParams(depth=DEPTH))
@@ -54,16 +58,53 @@ def test_kept_entries_equal_fresh_ones_after_every_random_drop(make_backend, see
     warm(store, N)
     uncached = PgVectorBackend(store._dsn, table=store.names.table, substring_mode=mode,
                                cache=CacheParams(enabled=False))  # fmt: skip
-    changed = 0
+    changed = read_ahead = 0
     try:
         for step in range(12):
             kind = drop(corpus, store, rng)
             changed += store.last_upkeep.changed
+            read_ahead += store.upkeep_total.ahead_seconds > 0
             assert differences(store) == [], f"after drop {step} ({kind})"
             assert valid(store)
             assert answers(store) == answers(uncached), f"after drop {step} ({kind})"
     finally:
         uncached.close()
     assert changed > 0  # the drops did touch kept entries
+    assert read_ahead > 0  # the writes' upkeep was read beside their COPY ...
+    assert "reads inline" not in caplog.text  # ... and never fell back to reading inline
     assert store.terms.stats.hits > 0
     assert len(kept(store)) >= len(VARIANTS) + len(NAMES)
+
+
+def test_a_failed_read_ahead_is_read_inline_and_stays_exact(make_backend, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger=ahead.__name__)
+    corpus = Corpus(random.Random(7))
+    store = make_backend("pgvector", cache=CacheParams(depth=DEPTH))
+    store.replace_papers(corpus.rows(corpus.add(40)))
+    warm(store, N)
+
+    def refused(dsn):
+        raise BackendUnavailableError("too many connections for role (test)")
+
+    monkeypatch.setattr(ahead, "connect", refused)
+    pmids = corpus.pick(0.3)
+    corpus.replace(pmids)
+    store.replace_papers(corpus.rows(pmids + corpus.add(5)))
+    assert store.last_upkeep.changed > 0 and not store.last_upkeep.cleared
+    assert "reads inline: the read ahead failed (BackendUnavailableError: too many" in caplog.text
+    assert differences(store) == [] and valid(store)
+
+
+def test_a_write_that_cleared_the_cache_does_not_read_ahead(make_backend):
+    corpus = Corpus(random.Random(8))
+    store = make_backend("pgvector", cache=CacheParams(depth=DEPTH))
+    store.replace_papers(corpus.rows(corpus.add(40)))
+    warm(store, N)
+    # a write that bypasses the store: the next store write clears the cache in its transaction
+    store.conn.execute(f"UPDATE {store.names.table} SET year = year")
+    assert not valid(store)
+    store.replace_papers(corpus.rows(corpus.add(5)))
+    assert store.last_upkeep.cleared and store.last_upkeep.ahead_seconds == 0
+    assert kept(store) == [] and valid(store)
+    warm(store, N)
+    assert differences(store) == []
