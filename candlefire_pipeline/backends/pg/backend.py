@@ -199,11 +199,10 @@ class PgVectorBackend(PgReads):
             else:
                 deleted = self._delete_returning(pmids)
                 inline = bool(stale) or new_cache
-                ahead = terms_ahead.start(self._dsn, self.names, deleted, rows, inline)
+                cap = self.terms.params.depth
+                ahead = terms_ahead.start(self._dsn, self.names, deleted, rows, cap, inline)
                 pg_bulk.copy_rows(self.conn, self.names, rows, progress=progress)
-                report = terms_upkeep.maintain(
-                    self.conn, self.names, deleted, rows, self.terms.params.depth, ahead
-                )
+                report = terms_upkeep.maintain(self.conn, self.names, deleted, rows, cap, ahead)
             report.cleared = report.cleared or stale
         self._upkept(report)
         pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))

@@ -1,9 +1,10 @@
-"""The upkeep's reads, run beside the writer's COPY: a thread on a connection of its own.
+"""The term cache's upkeep, run beside the writer's COPY: a thread on a connection of its own.
 
-Most of a small drop's upkeep came before it needed the new rows in the table: reading the
-kept texts, matching the new documents against them, reading the entries they may change
-(2026-12-04, a 1% drop with 10,000 kept texts: ~0.45 of ~0.7 s). None of it reads the chunk
-table, and nothing can change the kept state meanwhile: a reader keeps entries only under the
+Everything but the final write needs none of the new rows in the table: reading the kept texts,
+matching the new documents against them, reading the entries they may change, their exact
+distances (from the rows' own vectors), the merge (2026-12-04, a 1% drop with 10,000 kept
+texts: ~0.5 of ~0.6 s). None of it reads the chunk table, and nothing can change the kept state
+meanwhile: a reader keeps entries only under the
 writers' lock taken shared (never waiting), eviction happens only there, and every other change
 to an entry is a write's, under the lock this writer holds. So `upkeep.prepare` runs while the
 COPY does (its HNSW inserts keep one server core busy), on committed state that the writer's
@@ -23,6 +24,7 @@ import time
 from collections.abc import Sequence
 
 import pyarrow as pa
+from pgvector.psycopg import register_vector
 
 from candlefire_pipeline.backends.pg.connect import connect
 from candlefire_pipeline.backends.pg.sql import Names
@@ -36,27 +38,30 @@ LOCK_TIMEOUT = "100ms"
 
 
 class ReadAhead:
-    """`upkeep.prepare(deleted, added)` started now in a thread; result() waits for it."""
+    """`upkeep.prepare(deleted, added, cap)` started now in a thread; result() waits for it."""
 
-    def __init__(self, dsn: str, names: Names, deleted: Sequence[str], added: pa.Table) -> None:
+    def __init__(
+        self, dsn: str, names: Names, deleted: Sequence[str], added: pa.Table, cap: int
+    ) -> None:
         self.seconds = 0.0
         self._prepared: upkeep.Prepared | None = None
         self._failure = ""
         self._thread = threading.Thread(
             target=self._run,
-            args=(dsn, names, list(deleted), added),
+            args=(dsn, names, list(deleted), added, cap),
             name=f"term-cache-read-ahead-{names.table}",
             daemon=True,
         )
         self._thread.start()
 
-    def _run(self, dsn: str, names: Names, deleted: list[str], added: pa.Table) -> None:
+    def _run(self, dsn: str, names: Names, deleted: list[str], added: pa.Table, cap: int) -> None:
         started = time.perf_counter()
         try:
             with connect(dsn) as conn:
                 conn.execute("SET default_transaction_read_only = on")
                 conn.execute("SELECT set_config('lock_timeout', %s, false)", [LOCK_TIMEOUT])
-                self._prepared = upkeep.prepare(conn, names, deleted, added)
+                register_vector(conn)
+                self._prepared = upkeep.prepare(conn, names, deleted, added, cap)
         except Exception as exc:  # the writer reads inline: only slower
             self._failure = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
         finally:
@@ -71,7 +76,12 @@ class ReadAhead:
 
 
 def start(
-    dsn: str, names: Names, deleted: Sequence[str], added: pa.Table | None, inline: bool
+    dsn: str,
+    names: Names,
+    deleted: Sequence[str],
+    added: pa.Table | None,
+    cap: int,
+    inline: bool,
 ) -> ReadAhead | None:
     """A read ahead for this write, or None when the upkeep reads inline: nothing to add (no
     COPY to run beside), or `inline`: this transaction cleared the cache (another connection
@@ -79,4 +89,4 @@ def start(
     (another connection could not read it)."""
     if added is None or added.num_rows == 0 or inline:
         return None
-    return ReadAhead(dsn, names, deleted, added)
+    return ReadAhead(dsn, names, deleted, added, cap)

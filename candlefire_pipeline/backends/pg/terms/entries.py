@@ -83,7 +83,7 @@ class Candidate:
 
 def without(entry: Entry, deleted: set[str]) -> Entry:
     """The entry after these chunks were deleted."""
-    if not deleted:
+    if deleted.isdisjoint(entry.ids) and not {entry.witness, entry.abstract_witness} & deleted:
         return entry
     kept = [(i, d) for i, d in zip(entry.ids, entry.distances, strict=True) if i not in deleted]
     ids = tuple(i for i, _ in kept)
@@ -149,7 +149,8 @@ def _ranked(entry: Entry, candidates: list[Candidate], cap: int) -> Entry:
     )
 
 
-def order_key(pair: tuple[float, str]) -> tuple[float, bytes]:
-    """(distance, chunk_id) in the store's order: ids compare as bytes (COLLATE "C")."""
-    distance, chunk_id = pair
-    return distance, chunk_id.encode("utf-8")
+def order_key(pair: tuple[float, str]) -> tuple[float, str]:
+    """(distance, chunk_id) in the store's order, ids compared as bytes (COLLATE "C"): Python
+    compares strings by code point, which is the order of their UTF-8 bytes, so the pair is its
+    own key (no encoding per comparison)."""
+    return pair

@@ -22,6 +22,9 @@ import numpy as np
 import psycopg
 import pyarrow as pa
 from psycopg import sql
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
 
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.pg.sql import Names
@@ -133,6 +136,37 @@ def _unit_vectors(sent: tuple, dim: int) -> np.ndarray:
         packed = np.frombuffer(b"".join(v for v in sent if v is not None), dtype=layout)
         matrix[present] = common.unit_rows(packed["values"].astype(np.float32))
     return matrix
+
+
+class VectorArray:
+    """float32 rows as one binary `vector[]` parameter, packed by numpy: psycopg's list dumper
+    took 175 ms for 600 vectors of 384 dims, one float at a time."""
+
+    def __init__(self, conn: psycopg.Connection, matrix: np.ndarray) -> None:
+        matrix = np.asarray(matrix, dtype=np.float32)
+        rows, dim = matrix.shape
+        info = conn.adapters.types.get("vector") or TypeInfo.fetch(conn, "vector")
+        element = np.dtype([("size", ">i4"), ("dim", ">u2"), ("unused", ">u2"),
+                            ("values", ">f4", (dim,))])  # fmt: skip
+        packed = np.zeros(rows, dtype=element)
+        packed["size"], packed["dim"], packed["values"] = 4 + 4 * dim, dim, matrix
+        # array header: 1 dimension, no NULLs, element type, length, lower bound 1
+        header = np.array([1, 0, info.oid, rows, 1], dtype=">i4").tobytes()
+        self.payload = header + packed.tobytes()
+
+
+class _VectorArrayDumper(Dumper):
+    """Sent untyped: the statement's `::vector[]` gives the server its type."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: VectorArray) -> bytes:
+        return obj.payload
+
+
+def register_vector_array(conn: psycopg.Connection) -> None:
+    """Let this connection send VectorArray parameters."""
+    conn.adapters.register_dumper(VectorArray, _VectorArrayDumper)
 
 
 def find_pairs(kept: Kept, added: pa.Table, vectors_of: VectorsOf | None = None) -> Pairs:

@@ -10,8 +10,8 @@ After a write's DELETE and COPY, inside its transaction:
 - the changed entries are written back in one statement;
 - the meta row's cache_version is set to the content version: readers use the cache again.
 
-The reads and the matching (`prepare`) need none of the new rows in the table: a write runs
-them beside its COPY (ahead.py) and only waits for them here.
+All of it but the write (`prepare`) needs none of the new rows in the table: a write runs it
+beside its COPY (ahead.py) and, after the COPY, only writes what it found.
 
 A cache found out of date when the write starts (the table was written without upkeep) is
 cleared first; an upkeep that fails clears the cache instead of failing the write. Either is
@@ -125,10 +125,11 @@ def clear_all(conn: psycopg.Connection, names: Names, reason: str) -> UpkeepRepo
 
 @dataclass(frozen=True)
 class Prepared:
-    """What the upkeep reads before it needs the new rows in the table."""
+    """The upkeep up to its write: the entries it changes, and what it looked at."""
 
-    pairs: Pairs
-    entries: list[Entry]
+    changed: list[Entry]
+    entries: int = 0
+    pairs: int = 0
 
 
 class Ahead(Protocol):
@@ -140,11 +141,18 @@ class Ahead(Protocol):
 
 
 def prepare(
-    conn: psycopg.Connection, names: Names, deleted: Sequence[str], added: pa.Table | None
+    conn: psycopg.Connection,
+    names: Names,
+    deleted: Sequence[str],
+    added: pa.Table | None,
+    cap: int,
 ) -> Prepared:
-    """The kept state, the pairs the new rows make with it, and every entry they or the deleted
-    ids touch: all read from the cache's table, none from the chunk table."""
+    """Every entry these deletes and new rows change, as it must be written: read from the
+    cache's table only (the new rows' distances from their own vectors, never from the chunk
+    table), so it can run before the rows are in it."""
     adds = added is not None and added.num_rows > 0
+    if not adds and not deleted:
+        return Prepared([])
     dim = common.rows_dim(added) if adds else None
     kept = matching.read_kept(conn, names, sorted(set(deleted)), dim)
     pairs = Pairs.none()
@@ -153,26 +161,23 @@ def prepare(
             kept, added, lambda at: matching.read_vectors(conn, names, kept.ids[at], dim)
         )
     wanted = set(pairs.entries.tolist()) | set(kept.ids[kept.touched].tolist())
-    return Prepared(pairs, _entries(conn, names, sorted(wanted)))
+    entries = _entries(conn, names, sorted(wanted))
+    candidates = _candidates(conn, names, pairs, added) if entries else {}
+    gone = set(deleted)
+    changed = []
+    for entry in entries:
+        kept_entry = with_candidates(without(entry, gone), candidates.get(entry.id, ()), cap)
+        if kept_entry != entry:
+            changed.append(kept_entry)
+    return Prepared(changed, entries=len(entries), pairs=len(pairs))
 
 
 def _maintain(conn, names, deleted, added, cap, report, prepared: Prepared | None) -> None:
-    adds = added is not None and added.num_rows > 0
-    if not adds and not deleted:
-        return
-    prepared = prepared or prepare(conn, names, sorted(deleted), added)
-    pairs, entries = prepared.pairs, prepared.entries
-    report.pairs, report.entries = len(pairs), len(entries)
-    if not entries:
-        return
-    candidates = _candidates(conn, names, pairs, added)
-    changed = []
-    for entry in entries:
-        kept_entry = with_candidates(without(entry, deleted), candidates.get(entry.id, ()), cap)
-        if kept_entry != entry:
-            changed.append(kept_entry)
-    _write(conn, names, changed)
-    report.changed = len(changed)
+    prepared = prepared or prepare(conn, names, deleted, added, cap)
+    report.pairs, report.entries, report.changed = (
+        prepared.pairs, prepared.entries, len(prepared.changed)
+    )  # fmt: skip
+    _write(conn, names, prepared.changed)
 
 
 def _entries(conn, names: Names, entry_ids: list[int]) -> list[Entry]:
@@ -193,7 +198,11 @@ def _entry(row: tuple) -> Entry:
 
 def _candidates(conn, names, pairs: Pairs, added) -> dict[int, list[Candidate]]:
     """Each pair as a candidate: its exact distance when near (a listed entry's list may take
-    it), whether its chunk is an abstract."""
+    it), whether its chunk is an abstract.
+
+    The distance is Postgres's `<=>` between the entry's vector and the row's float32 vector
+    sent as a parameter: the values the COPY stores (copy.py), so the same function on the same
+    values as a fresh query over the stored row, bit for bit."""
     if not len(pairs):
         return {}
     chunk_ids = np.asarray(added["chunk_id"].to_pylist(), dtype=object)
@@ -201,22 +210,24 @@ def _candidates(conn, names, pairs: Pairs, added) -> dict[int, list[Candidate]]:
     near = np.flatnonzero(pairs.near)
     distance = {}
     if len(near):
-        # each chunk and each entry read once, then joined to the pairs by hash
+        rows = np.unique(pairs.rows[near])
+        matrix = common.embedding_matrix(added)
+        # each entry read once, then joined to the pairs by hash
         query = sql.SQL(
-            "WITH p AS (SELECT * FROM unnest(%s::bigint[], %s::text[]) AS p(entry, chunk_id)), "
-            "e AS MATERIALIZED (SELECT id, vector FROM {e} WHERE id IN (SELECT entry FROM p)), "
-            "c AS MATERIALIZED (SELECT chunk_id, embedding FROM {t} "
-            "WHERE chunk_id IN (SELECT chunk_id FROM p)) "
-            "SELECT p.entry, p.chunk_id, c.embedding <=> e.vector "
-            "FROM p JOIN e ON e.id = p.entry JOIN c ON c.chunk_id = p.chunk_id"
-        ).format(e=schema.terms_table(names), t=names.ident())
-        params = [pairs.entries[near].tolist(), chunk_ids[pairs.rows[near]].tolist()]
-        distance = {(i, c): d for i, c, d in conn.execute(query, params)}
+            "WITH p AS (SELECT * FROM unnest(%s::bigint[], %s::int[]) AS p(entry, row)), "
+            "v AS (SELECT * FROM unnest(%s::int[], %s::vector[]) AS v(row, embedding)), "
+            "e AS MATERIALIZED (SELECT id, vector FROM {e} WHERE id IN (SELECT entry FROM p)) "
+            "SELECT p.entry, p.row, v.embedding <=> e.vector "
+            "FROM p JOIN e ON e.id = p.entry JOIN v ON v.row = p.row"
+        ).format(e=schema.terms_table(names))
+        params = [pairs.entries[near].tolist(), pairs.rows[near].tolist(), rows.tolist(),
+                  matching.VectorArray(conn, matrix[rows])]  # fmt: skip
+        matching.register_vector_array(conn)
+        distance = {(e, r): d for e, r, d in conn.execute(query, params)}
     out: dict[int, list[Candidate]] = defaultdict(list)
     for entry_id, row in zip(pairs.entries.tolist(), pairs.rows.tolist(), strict=True):
-        chunk_id = chunk_ids[row]
         out[entry_id].append(
-            Candidate(chunk_id, distance.get((entry_id, chunk_id)), bool(abstract[row]))
+            Candidate(chunk_ids[row], distance.get((entry_id, row)), bool(abstract[row]))
         )
     return out
 

@@ -10,6 +10,7 @@ from candlefire_pipeline.backends.pg.terms.entries import (
     KEYWORD,
     Candidate,
     Entry,
+    order_key,
     with_candidates,
     without,
 )
@@ -74,6 +75,19 @@ def test_a_candidate_enters_an_incomplete_list_only_before_its_last_member(candi
     kept = with_candidates(listed("abc", (0.1, 0.2, 0.3)), [candidate], cap=3)
     assert kept.ids == ids
     assert list(kept.distances) == sorted(kept.distances)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ("b", "a", "B", "ab", "a b", "a-b", "a_b"),
+        ("é", "e", "z", "ÿ", "Ā", "中", "\U0001f600", "\uffff", "\x7f"),  # multi-byte UTF-8
+        ("PMID:1", "PMID:10", "PMID:1:0", "PMID:1/0", "PMID:2"),
+    ],
+)
+def test_ids_sort_as_their_utf8_bytes_like_collate_c(ids):
+    pairs = [(0.5, i) for i in ids]
+    assert sorted(pairs, key=order_key) == sorted(pairs, key=lambda p: (p[0], p[1].encode()))
 
 
 @pytest.mark.parametrize(("cap", "ids", "complete"), [(5, ("a", "x", "b", "y"), True),
