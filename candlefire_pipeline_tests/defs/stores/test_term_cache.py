@@ -26,6 +26,7 @@ def test_a_drop_keeps_the_cache_exact_and_says_what_the_upkeep_cost(
         pg = metadata(pipeline.ingest(second), "pgvector_chunks")
         assert pg["term_cache_entries"] == kept and pg["term_cache_entries_changed"] > 0
         assert 0.0 < pg["term_cache_upkeep_share"] < 1.0 and pg["term_cache_mb"] > 0
+        assert pg["term_cache_upkeep_beside_copy_seconds"] > 0  # read beside the COPY
         assert "term_cache_cleared" not in pg
         with opened_backend("pgvector", settings) as store:
             checked = audit(store)
