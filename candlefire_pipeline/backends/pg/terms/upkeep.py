@@ -198,38 +198,46 @@ def _entry(row: tuple) -> Entry:
 
 def _candidates(conn, names, pairs: Pairs, added) -> dict[int, list[Candidate]]:
     """Each pair as a candidate: its exact distance when near (a listed entry's list may take
-    it), whether its chunk is an abstract.
-
-    The distance is Postgres's `<=>` between the entry's vector and the row's float32 vector
-    sent as a parameter: the values the COPY stores (copy.py), so the same function on the same
-    values as a fresh query over the stored row, bit for bit."""
+    it), whether its chunk is an abstract."""
     if not len(pairs):
         return {}
     chunk_ids = np.asarray(added["chunk_id"].to_pylist(), dtype=object)
     abstract = added["chunk_index"].to_numpy(zero_copy_only=False) == 0
-    near = np.flatnonzero(pairs.near)
-    distance = {}
-    if len(near):
-        rows = np.unique(pairs.rows[near])
-        matrix = common.embedding_matrix(added)
-        # each entry read once, then joined to the pairs by hash
-        query = sql.SQL(
-            "WITH p AS (SELECT * FROM unnest(%s::bigint[], %s::int[]) AS p(entry, row)), "
-            "v AS (SELECT * FROM unnest(%s::int[], %s::vector[]) AS v(row, embedding)), "
-            "e AS MATERIALIZED (SELECT id, vector FROM {e} WHERE id IN (SELECT entry FROM p)) "
-            "SELECT p.entry, p.row, v.embedding <=> e.vector "
-            "FROM p JOIN e ON e.id = p.entry JOIN v ON v.row = p.row"
-        ).format(e=schema.terms_table(names))
-        params = [pairs.entries[near].tolist(), pairs.rows[near].tolist(), rows.tolist(),
-                  matching.VectorArray(conn, matrix[rows])]  # fmt: skip
-        matching.register_vector_array(conn)
-        distance = {(e, r): d for e, r, d in conn.execute(query, params)}
+    distance = _near_distances(conn, names, pairs, common.embedding_matrix(added))
     out: dict[int, list[Candidate]] = defaultdict(list)
     for entry_id, row in zip(pairs.entries.tolist(), pairs.rows.tolist(), strict=True):
         out[entry_id].append(
             Candidate(chunk_ids[row], distance.get((entry_id, row)), bool(abstract[row]))
         )
     return out
+
+
+#: New rows whose vectors go in one statement (~6 MB of parameter at 384 dims).
+DISTANCE_ROWS = 4096
+
+
+def _near_distances(conn, names, pairs: Pairs, matrix: np.ndarray) -> dict:
+    """(entry id, row) -> Postgres's `<=>` between the entry's vector and the row's float32
+    vector sent as a parameter: the values the COPY stores (copy.py), so the same function on
+    the same values as a fresh query over the stored row, bit for bit."""
+    near = np.flatnonzero(pairs.near)
+    rows = np.unique(pairs.rows[near])
+    query = sql.SQL(
+        "WITH p AS (SELECT * FROM unnest(%s::bigint[], %s::int[]) AS p(entry, row)), "
+        "v AS (SELECT * FROM unnest(%s::int[], %s::vector[]) AS v(row, embedding)), "
+        "e AS MATERIALIZED (SELECT id, vector FROM {e} WHERE id IN (SELECT entry FROM p)) "
+        "SELECT p.entry, p.row, v.embedding <=> e.vector "
+        "FROM p JOIN e ON e.id = p.entry JOIN v ON v.row = p.row"
+    ).format(e=schema.terms_table(names))  # each entry read once, joined to the pairs by hash
+    matching.register_vector_array(conn)
+    distance = {}
+    for start in range(0, len(rows), DISTANCE_ROWS):
+        block = rows[start : start + DISTANCE_ROWS]
+        these = near[np.isin(pairs.rows[near], block)]
+        params = [pairs.entries[these].tolist(), pairs.rows[these].tolist(), block.tolist(),
+                  matching.VectorArray(conn, matrix[block])]  # fmt: skip
+        distance.update({(e, r): d for e, r, d in conn.execute(query, params)})
+    return distance
 
 
 #: The columns a write changes, with their types (binary COPY into a transaction's own table).

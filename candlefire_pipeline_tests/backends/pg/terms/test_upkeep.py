@@ -10,7 +10,7 @@ import pytest
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
-from candlefire_pipeline.backends.pg.terms import ahead
+from candlefire_pipeline.backends.pg.terms import ahead, upkeep
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams
 from candlefire_pipeline_tests.backends.pg.terms.corpus import NAMES, VARIANTS, Corpus, vectors
 from candlefire_pipeline_tests.backends.pg.terms.helpers import differences, kept, valid, warm
@@ -108,3 +108,18 @@ def test_a_write_that_cleared_the_cache_does_not_read_ahead(make_backend):
     assert kept(store) == [] and valid(store)
     warm(store, N)
     assert differences(store) == []
+
+
+def test_exact_distances_sent_in_blocks_keep_the_cache_exact(make_backend, monkeypatch):
+    monkeypatch.setattr(upkeep, "DISTANCE_ROWS", 3)  # every drop's new rows in many statements
+    rng = random.Random(9)
+    corpus = Corpus(rng)
+    store = make_backend("pgvector", cache=CacheParams(depth=DEPTH))
+    store.replace_papers(corpus.rows(corpus.add(50)))
+    warm(store, N)
+    for step in range(4):
+        pmids = corpus.pick(0.3)
+        corpus.replace(pmids)
+        store.replace_papers(corpus.rows(pmids + corpus.add(4)))
+        assert store.last_upkeep.changed > 0 and not store.last_upkeep.cleared, f"drop {step}"
+        assert differences(store) == [] and valid(store), f"after drop {step}"
