@@ -4,12 +4,11 @@ Everything but the final write needs none of the new rows in the table: reading 
 matching the new documents against them, reading the entries they may change, their exact
 distances (from the rows' own vectors), the merge (2026-12-04, a 1% drop with 10,000 kept
 texts: ~0.5 of ~0.6 s). None of it reads the chunk table, and nothing can change the kept state
-meanwhile: a reader keeps entries only under the
-writers' lock taken shared (never waiting), eviction happens only there, and every other change
-to an entry is a write's, under the lock this writer holds. So `upkeep.prepare` runs while the
-COPY does (its HNSW inserts keep one server core busy), on committed state that the writer's
-own transaction has not touched yet: a write whose transaction cleared the cache, or created or
-altered its table, reads inline.
+meanwhile: a reader keeps entries only under the writers' lock taken shared (never waiting),
+eviction happens only there, and every other change to an entry is a write's, under the lock
+this writer holds. So `upkeep.prepare` runs while the COPY does (its HNSW inserts keep one
+server core busy), on committed state that the writer's own transaction has not touched yet: a
+write whose transaction cleared the cache, or created or altered its table, reads inline.
 
 An optimization only: when the thread fails (no connection to spare, this transaction's DDL
 holding the cache's table, a new cache its snapshot cannot see) the writer reads inline, as it

@@ -13,6 +13,7 @@ dropped here, which keeps the exact checks proportional to what can change, not 
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -150,8 +151,8 @@ class VectorArray:
                             ("values", ">f4", (dim,))])  # fmt: skip
         packed = np.zeros(rows, dtype=element)
         packed["size"], packed["dim"], packed["values"] = 4 + 4 * dim, dim, matrix
-        # array header: 1 dimension, no NULLs, element type, length, lower bound 1
-        header = np.array([1, 0, info.oid, rows, 1], dtype=">i4").tobytes()
+        # array header: 1 dimension, no NULLs, element type (an unsigned oid), length, lower bound
+        header = struct.pack(">iiIii", 1, 0, info.oid, rows, 1)
         self.payload = header + packed.tobytes()
 
 

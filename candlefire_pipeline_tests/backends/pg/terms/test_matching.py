@@ -1,5 +1,5 @@
-"""The writer's matching in numpy: pgvector's binary vectors read in one buffer, and which
-(entry, new row) pairs may change an entry."""
+"""The writer's matching in numpy: pgvector's binary vectors read in one buffer and sent as one
+`vector[]`, and which (entry, new row) pairs may change an entry."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from candlefire_pipeline.backends.pg.connect import open_connection
 from candlefire_pipeline.backends.pg.terms.entries import ENTITY, KEYWORD
-from candlefire_pipeline.backends.pg.terms.matching import Kept, _unit_vectors, find_pairs
+from candlefire_pipeline.backends.pg.terms.matching import (
+    Kept,
+    VectorArray,
+    _unit_vectors,
+    find_pairs,
+    register_vector_array,
+)
 
 
 def sent(values: list[float]) -> bytes:
@@ -86,3 +93,18 @@ def test_only_the_vectors_of_held_listed_variants_are_asked_for():
     )  # fmt: skip
     assert find_pairs(entities_only, added([("d", 1, "nothing", [1.0, 0.0])]), vectors_of)
     assert len(asked) == 1  # no document held a variant: nothing read
+
+
+@pytest.mark.parametrize("rows", [1, 7])
+def test_a_packed_vector_array_arrives_as_the_same_float32_values(pg_dsn, rows):
+    rng = np.random.default_rng(rows)
+    matrix = rng.normal(size=(rows, 5)).astype(np.float32)
+    matrix[0, 0] = np.float32(1e-38)  # a subnormal-adjacent value survives too
+    with open_connection(pg_dsn) as conn:
+        register_vector_array(conn)
+        sent_back = conn.execute(
+            "SELECT vector_send(v) FROM unnest(%s::vector[]) WITH ORDINALITY AS u(v, n) ORDER BY n",
+            [VectorArray(conn, matrix)],
+        ).fetchall()
+    values = [np.frombuffer(row[0][4:], dtype=">f4") for row in sent_back]
+    np.testing.assert_array_equal(np.stack(values), matrix)  # bit for bit, not approximately
