@@ -198,7 +198,10 @@ class PgVectorBackend(PgReads):
                 report = terms_upkeep.clear_all(self.conn, self.names, "first build of the table")
             else:
                 deleted = self._delete_returning(pmids)
-                inline = bool(stale) or new_cache
+                # an empty cache (cleared, new, or never warmed) has nothing to read ahead
+                inline = (
+                    bool(stale) or new_cache or not terms_schema.has_entries(self.conn, self.names)
+                )
                 cap = self.terms.params.depth
                 ahead = terms_ahead.start(self._dsn, self.names, deleted, rows, cap, inline)
                 pg_bulk.copy_rows(self.conn, self.names, rows, progress=progress)

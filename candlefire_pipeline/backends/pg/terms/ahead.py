@@ -83,9 +83,9 @@ def start(
     inline: bool,
 ) -> ReadAhead | None:
     """A read ahead for this write, or None when the upkeep reads inline: nothing to add (no
-    COPY to run beside), or `inline`: this transaction cleared the cache (another connection
-    would read the committed entries the writer no longer has) or created or altered its table
-    (another connection could not read it)."""
+    COPY to run beside), or `inline`: the cache is empty (nothing worth a connection), or this
+    transaction cleared it (another connection would read the committed entries the writer no
+    longer has) or created or altered its table (another connection could not read it)."""
     if added is None or added.num_rows == 0 or inline:
         return None
     return ReadAhead(dsn, names, deleted, added, cap)

@@ -147,6 +147,12 @@ def validate(conn: psycopg.Connection, names: Names) -> None:
     )
 
 
+def has_entries(conn: psycopg.Connection, names: Names) -> bool:
+    """Whether this transaction sees any kept entry."""
+    query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {e})").format(e=terms_table(names))
+    return conn.execute(query).fetchone()[0]
+
+
 def clear(conn: psycopg.Connection, names: Names) -> int:
     """Forget every entry (inside the writer's transaction); returns how many there were."""
     terms = terms_table(names)

@@ -123,3 +123,15 @@ def test_exact_distances_sent_in_blocks_keep_the_cache_exact(make_backend, monke
         store.replace_papers(corpus.rows(pmids + corpus.add(4)))
         assert store.last_upkeep.changed > 0 and not store.last_upkeep.cleared, f"drop {step}"
         assert differences(store) == [] and valid(store), f"after drop {step}"
+
+
+def test_a_write_reads_ahead_only_when_the_cache_holds_entries(make_backend):
+    corpus = Corpus(random.Random(10))
+    store = make_backend("pgvector", cache=CacheParams(depth=DEPTH))
+    store.replace_papers(corpus.rows(corpus.add(30)))
+    store.replace_papers(corpus.rows(corpus.add(5)))
+    assert kept(store) == [] and store.last_upkeep.ahead_seconds == 0  # no connection opened
+    warm(store, N)
+    store.replace_papers(corpus.rows(corpus.add(5)))
+    assert store.last_upkeep.ahead_seconds > 0
+    assert differences(store) == [] and valid(store)
