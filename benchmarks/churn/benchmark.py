@@ -47,6 +47,13 @@ def upkeep_options(parser) -> None:
                    help="share of the papers each drop replaces (one drop each)")  # fmt: skip
 
 
+def phrase_options(parser) -> None:
+    options.size(parser, 62_196, quick=3_000)
+    options.requests(parser, 60, quick=6)
+    options.option(parser, "--shares", shares, [0.01, 0.05, 0.2], quick=[0.05],
+                   help="share of the papers each drop replaces (one drop each)")  # fmt: skip
+
+
 BENCHMARKS = (
     Benchmark(
         name="churn",
@@ -63,5 +70,13 @@ BENCHMARKS = (
         sections=("term-cache-upkeep",),
         run="benchmarks.churn.upkeep:run",
         add_options=upkeep_options,
+    ),
+    Benchmark(
+        name="phrase-index",
+        summary="the phrase index on the 62k workload: cold keyword stage routed vs the trigram"
+        " index alone (same lists), its build seconds and bytes, what it costs a drop's write",
+        sections=("phrase-index",),
+        run="benchmarks.churn.phrase:run",
+        add_options=phrase_options,
     ),
 )

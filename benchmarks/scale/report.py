@@ -49,26 +49,33 @@ def exponent(sizes: list[int], values: list[float]) -> float:
 
 def build_table(results: list[dict]) -> list[str]:
     lines = [
-        "| chunks | layout | COPY s | primary key + btree s | trigram GIN s | HNSW s | build s |"
-        " table MB | GIN MB | HNSW MB | server peak MB (COPY / indexes / HNSW) |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| chunks | layout | COPY s | primary key + btree s | trigram GIN s | HNSW s |"
+        " phrase GIN s | build s | table MB | GIN MB | HNSW MB | phrase GIN MB |"
+        " server peak MB (COPY / indexes / HNSW) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         b = r["build"]
         keys = b["seconds"]
-        for layout in LAYOUT_ORDER:
+        for layout in (name for name in LAYOUT_ORDER if name in r["layouts"]):
             hn = r["layouts"][layout]["build"]
             peaks = [b["peak_memory"]["COPY"], b["peak_memory"]["indexes"],
                      hn["peak_memory"]["HNSW"]]  # fmt: skip
             lines.append(
                 f"| {r['size']:,} | {layout} | {keys['COPY']:.1f} |"
                 f" {keys['primary key'] + keys['btree']:.1f} | {keys['trigram GIN']:.1f} |"
-                f" {hn['seconds']['HNSW']:.1f} | {build_seconds(r, layout):.1f} |"
+                f" {hn['seconds']['HNSW']:.1f} | {_cell(keys.get('phrase GIN'))} |"
+                f" {build_seconds(r, layout):.1f} |"
                 f" {b['bytes']['table'] / MB:,.0f} | {b['bytes']['trigram GIN'] / MB:,.0f} |"
-                f" {hn['bytes']['HNSW'] / MB:,.0f} |"
+                f" {hn['bytes']['HNSW'] / MB:,.0f} | {_cell(b['bytes'].get('phrase GIN'), MB, 0)} |"
                 f" {' / '.join(f'{p / MB:,.0f}' for p in peaks)} |"
             )
     return lines
+
+
+def _cell(value, unit: float = 1.0, digits: int = 1) -> str:
+    """A figure, or "-" where a run before the phrase index did not measure it."""
+    return "-" if value is None else f"{value / unit:,.{digits}f}"
 
 
 def _rows(r: dict) -> list[tuple[str, dict]]:
@@ -290,7 +297,6 @@ def _verdict(ok: bool) -> str:
 
 def plot(results: list[dict], path) -> None:
     """One PNG, a panel per metric against corpus size (log-log; recall on a linear axis)."""
-    sizes = [r["size"] for r in results]
     series = {
         "build s (load + indexes)": lambda r, lay: build_seconds(r, lay),
         "table + indexes MB": lambda r, lay: (sum(r["build"]["bytes"].values())
@@ -306,7 +312,9 @@ def plot(results: list[dict], path) -> None:
     for ax, (title, value) in zip(axes, series.items(), strict=True):
         for layout in LAYOUT_ORDER:
             label = f"{layout} warm" if "p95" in title or "recall" in title else layout
-            ax.plot(sizes, [value(r, layout) for r in results], marker="o", label=label)
+            have = [r for r in results if layout in r["layouts"]]
+            ax.plot([r["size"] for r in have], [value(r, layout) for r in have], marker="o",
+                    label=label)  # fmt: skip
         chroma = [(r["size"], r["chroma"]["query"]) for r in results
                   if r.get("chroma", {}).get("query")]  # fmt: skip
         colds = [(r["size"], r["layouts"]["vector"]["cold"]) for r in results

@@ -74,6 +74,7 @@ def pg_cache_params(settings: Settings) -> CacheParams:
         depth=cache.depth,
         fill_ef=settings.hnsw_ef_search_entities,
         keyword_walk=cache.keyword_walk,
+        phrase_index=cache.phrase_index,
     )
 
 

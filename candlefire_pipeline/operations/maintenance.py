@@ -21,6 +21,7 @@ from pathlib import Path
 
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.pg import health as pg_health
+from candlefire_pipeline.backends.pg import phrase as pg_phrase
 from candlefire_pipeline.backends.pg.terms.summary import summarize
 from candlefire_pipeline.operations.retirement.view import retired_note, retired_stores
 from candlefire_pipeline.settings import Settings
@@ -48,7 +49,7 @@ MB = 2**20
 @dataclass
 class Action:
     store: str
-    kind: str  # "vacuum" | "reindex"
+    kind: str  # "vacuum" | "reindex" | "build" (the phrase index)
     target: str  # the table or index
     reason: str
     done: bool = False
@@ -107,6 +108,10 @@ def pgvector_health(backend) -> StoreHealth:
             out.notes.append(f"index {index.name} is INVALID (a failed concurrent build?)")
         elif index.method in REBUILT_METHODS and (index.bloat or 0) > REINDEX_BLOAT:
             out.actions.append(_reindex(index))
+    if (state := backend.phrase_state()) in ("absent", "invalid"):
+        out.actions.append(Action("pgvector", "build", f"{backend.names.table} phrase index", (
+            f"the phrase index is {state}: cold probes of rare phrases read the trigram index"
+        )))  # fmt: skip
     return out
 
 
@@ -129,15 +134,15 @@ def gin_upkeep(backend, rows_changed: int, live_rows: int) -> StoreHealth:
     """
     out = StoreHealth("pgvector")
     health = pg_health.table_health(backend.conn, backend.names.table)
-    if health is None or health.index("gin") is None:
+    if health is None or health.trigram_index() is None:
         out.notes.append("no trigram index")
         return out
     health.live_tuples = live_rows
     if rows_changed < UPKEEP_MIN_SHARE * max(health.live_tuples, 1):
         out.notes.append(f"under {UPKEEP_MIN_SHARE:.0%} of the table changed")
         return out
-    pg_health.estimate_fresh_sizes(backend.conn, health, methods=("gin",))
-    index = health.index("gin")
+    index = health.trigram_index()
+    pg_health.estimate_fresh_sizes(backend.conn, health, methods=("gin",), only=index)
     out.figures = {"gin_bytes": index.bytes, "gin_bloat": _rounded(index.bloat)}
     if index.bloat is None:
         out.notes.append("too few rows to estimate")
@@ -175,9 +180,10 @@ def _pg_figures(health: pg_health.TableHealth) -> dict[str, object]:
         "autovacuums": health.autovacuum_count,
     }
     for index in health.indexes:
-        figures[f"{index.method}_bytes"] = index.bytes
+        label = "phrase_gin" if pg_phrase.DOC_KEYS in index.definition else index.method
+        figures[f"{label}_bytes"] = index.bytes
         if index.bloat is not None:
-            figures[f"{index.method}_bloat"] = round(index.bloat, 3)
+            figures[f"{label}_bloat"] = round(index.bloat, 3)
     return figures
 
 
@@ -227,6 +233,8 @@ def apply_action(backend, action: Action) -> None:
     try:
         if action.kind == "vacuum":
             pg_health.vacuum(backend.conn, action.target)
+        elif action.kind == "build":
+            backend.build_phrase_index()
         else:
             pg_health.reindex_concurrently(backend.conn, action.target)
         action.done = True

@@ -17,6 +17,7 @@ _VARIABLES = {
     "max_entries": "CANDLEFIRE_TERM_CACHE_ENTRIES",
     "depth": "CANDLEFIRE_TERM_CACHE_DEPTH",
     "keyword_walk": "CANDLEFIRE_KEYWORD_WALK",
+    "phrase_index": "CANDLEFIRE_PHRASE_INDEX",
 }
 
 
@@ -29,6 +30,9 @@ class TermCacheSettings:
     #: chunks kept per entry: a request reads 18 (10 + the tie margin), the rest absorbs deletes
     depth: int = 40
     keyword_walk: str = "auto"
+    #: build the phrase index after a write and find rare phrases of short words through it
+    #: (off: neither; the trigram index answers every substring, for a diagnosis)
+    phrase_index: bool = True
 
     def __post_init__(self) -> None:
         check_between("CANDLEFIRE_TERM_CACHE_ENTRIES", self.max_entries, 100, 100_000_000)

@@ -66,6 +66,7 @@ def test_a_churned_table_is_reported_then_repaired_by_apply(
     kinds = {(a.kind, a.target) for a in pg.actions}
     assert ("vacuum", store.names.table) in kinds
     assert ("reindex", f"{store.names.table}_embedding_hnsw") in kinds
+    assert ("build", f"{store.names.table} phrase index") in kinds  # never built on this table
     assert not any(a.done for a in dry.actions) and index_oids(store) == before  # dry run
     assert dry.stores[1].figures["chunks"] == 0 and not dry.stores[1].actions
     text = format_maintenance(dry)
@@ -85,6 +86,7 @@ def test_a_churned_table_is_reported_then_repaired_by_apply(
     health = pg_health.table_health(store.conn, store.names.table)
     assert all(index.valid for index in health.indexes)
     assert store.chunk_hashes() == hashes  # nothing lost
+    assert store.phrase_ready()
     # and the next run finds nothing to do
     again = maintain(
         settings, apply=True, open_store=stores_of(settings, pgvector=store, chroma=chroma)
@@ -97,15 +99,18 @@ def test_an_empty_store_has_nothing_to_maintain(make_backend):
     assert health.actions == [] and "does not exist yet" in health.notes[0]
 
 
-def test_a_freshly_built_table_needs_nothing_and_its_estimate_is_close(make_backend):
+def test_a_freshly_built_table_needs_its_phrase_index_only_and_its_estimate_is_close(make_backend):
     store = make_backend("pgvector", bulk_rebuild_rows=100)  # indexes built after the load
     chunks = [chunk(str(i)) for i in range(PAPERS)]
     store.replace_papers(make_rows(chunks, unit_vectors(PAPERS, DIM), dim=DIM))
     store.conn.execute(f"VACUUM (ANALYZE) {store.names.table}")
     health = pgvector_health(store)
-    assert health.actions == []
+    assert [a.kind for a in health.actions] == ["build"]  # a first build leaves out the phrase GIN
     assert 0.8 < health.figures["hnsw_bloat"] < 1.25  # the sample build predicts a fresh build
     assert health.figures["gin_bloat"] < REINDEX_BLOAT
+    store.build_phrase_index()
+    health = pgvector_health(store)
+    assert health.actions == [] and health.figures["phrase_gin_bloat"] < REINDEX_BLOAT
 
 
 def test_the_cli_dry_runs_by_default_and_fails_on_an_unreachable_store(

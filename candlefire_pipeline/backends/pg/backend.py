@@ -17,6 +17,7 @@ from candlefire_pipeline.backends.pg import bulk as pg_bulk
 from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg import health as pg_health
+from candlefire_pipeline.backends.pg import phrase as pg_phrase
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.connect import open_connection
 from candlefire_pipeline.backends.pg.insertion_order import ensure_insertion_order
@@ -209,6 +210,7 @@ class PgVectorBackend(PgReads):
             report.cleared = report.cleared or stale
         self._upkept(report)
         pg_health.flush_gin_pending(self.conn, self.names.trgm.as_string(self.conn))
+        pg_phrase.flush_pending(self.conn, self.names, self.substring_mode)
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
         """First full build, in the caller's transaction: bare table, COPY, then every index."""
@@ -227,6 +229,13 @@ class PgVectorBackend(PgReads):
             self._lock()
             if terms_schema.exists(self.conn, self.names):
                 self._upkept(terms_upkeep.clear_all(self.conn, self.names, reason))
+
+    def build_phrase_index(self) -> float | None:
+        """Build the phrase index where missing or invalid, beside reads and writes; seconds, or
+        None (already valid, off, no table)."""
+        if not self.terms.params.phrase_index or self._ready_model() is None:
+            return None
+        return pg_phrase.build(self.conn, self.names, self.substring_mode)
 
     def _is_empty(self) -> bool:
         query = sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {t})").format(t=self.names.ident())

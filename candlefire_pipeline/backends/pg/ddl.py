@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from candlefire_pipeline.backends.pg import phrase
 from candlefire_pipeline.backends.pg.copy import COPY_COLUMNS
 from candlefire_pipeline.backends.pg.layout import PLAIN, Layout
 from candlefire_pipeline.backends.pg.sql import SEQ_COLUMN, Names
@@ -72,9 +73,11 @@ def create_indexes(
 
 
 def drop_indexes(names: Names) -> list[sql.Composed]:
+    """Every secondary index, the phrase index too (built again after the load, beside serving:
+    kept, it would be written row by row during the COPY)."""
     return [
         sql.SQL("DROP INDEX IF EXISTS {i}").format(i=i)
-        for i in (names.hnsw, names.trgm, names.btree)
+        for i in (names.hnsw, names.trgm, names.btree, *phrase.all_index_names(names))
     ]
 
 

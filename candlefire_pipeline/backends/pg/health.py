@@ -76,6 +76,10 @@ class TableHealth:
     def index(self, method: str) -> IndexHealth | None:
         return next((i for i in self.indexes if i.method == method), None)
 
+    def trigram_index(self) -> IndexHealth | None:
+        """The trigram GIN (the table's other GIN is the phrase index)."""
+        return next((i for i in self.indexes if "gin_trgm_ops" in i.definition), None)
+
     def to_dict(self) -> dict:
         out = asdict(self)
         for i, index in enumerate(self.indexes):
@@ -99,13 +103,16 @@ def estimate_fresh_sizes(
     health: TableHealth,
     methods=("hnsw", "gin"),
     sample: int = SAMPLE_ROWS,
+    only: IndexHealth | None = None,
 ) -> None:
     """Fill fresh_bytes of the table's `methods` indexes from builds on a random sample of its
     live rows (in a temp table with the table's storage parameters). HNSW tuples have a fixed
     size per element: scaled linearly (measured: 1.00x a real fresh build at 8k and 30k rows).
     GIN is fitted as size ~ rows^a on two sample sizes and extrapolated; it still reads a real
-    fresh build 1.12x (8k) to 1.19x (30k) high, so a GIN is rebuilt a little early."""
-    wanted = [i for i in health.indexes if i.method in methods and CREATE_INDEX.match(i.definition)]
+    fresh build 1.12x (8k) to 1.19x (30k) high, so a GIN is rebuilt a little early. `only`:
+    that index alone."""
+    wanted = [i for i in health.indexes if i.method in methods and CREATE_INDEX.match(i.definition)
+              and (only is None or i is only)]  # fmt: skip
     if min(health.live_tuples, sample) < 200 or not wanted:
         return  # too few rows for a per-row figure; nothing to estimate
     share = min(100.0, 110.0 * sample / health.live_tuples)

@@ -10,6 +10,7 @@ import numpy as np
 
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import RESULT_FIELDS, Filter, Grounding, ResultRow
+from candlefire_pipeline.backends.pg import phrase as pg_phrase
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.layout import StageEffort, stage_effort
 from candlefire_pipeline.backends.pg.terms import cold as terms_cold
@@ -95,6 +96,17 @@ class PgReads(Store):
     def exact_scan(self) -> bool:
         """Whether the table is small enough to be searched without a graph walk."""
         return self._rows.estimate(self.conn, self.names) <= self.ann.full_scan_rows
+
+    def phrase_state(self) -> str:
+        """The phrase index: "valid", "invalid", "absent", or "off" (CANDLEFIRE_PHRASE_INDEX)."""
+        if not self.terms.params.phrase_index:
+            return "off"
+        return pg_phrase.state(self.conn, self.names, self.substring_mode)
+
+    def phrase_ready(self) -> bool:
+        """Whether the phrase index may serve this table's probes (read each time: a first
+        build drops it, and a probe through a missing index would compute every row's keys)."""
+        return self.phrase_state() == "valid"
 
     def row_estimate(self) -> int:
         return self._rows.estimate(self.conn, self.names)

@@ -97,6 +97,7 @@ def _applied(context, pipeline: PipelineResource, store, keys, batches, generati
         total = backend.count()
         context.log.info(f"{backend.name} holds {total} chunks")
         upkeep = _gin_upkeep(context, backend, summaries.values(), total)
+        upkeep |= _phrase_index(context, backend)
         upkeep |= _term_cache(context, backend, summaries.values())
     metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED)
     resumed = [batch for s in summaries.values() for batch in s.resumed]
@@ -129,6 +130,22 @@ def _gin_upkeep(context: dg.AssetExecutionContext, backend, summaries, total: in
         )  # fmt: skip
         context.log.info(f"{action.target}: {out['gin_upkeep']}")
     return out
+
+
+def _phrase_index(context: dg.AssetExecutionContext, backend) -> dict:
+    """pgvector's phrase index, built after the write where missing (a first build drops it),
+    beside reads and writes; until it is valid, cold probes use the trigram index alone."""
+    if backend.name != PGVECTOR:
+        return {}
+    try:
+        seconds = backend.build_phrase_index()
+    except Exception as exc:  # the batch is committed: a failed build must not fail the write
+        context.log.warning(f"phrase index not built: {type(exc).__name__}: {exc}")
+        return {"phrase_index": f"not built: {type(exc).__name__}"}
+    if seconds is not None:
+        context.log.info(f"phrase index built in {seconds:.1f} s (reads and writes went on)")
+        return {"phrase_index": "built", "phrase_index_build_seconds": round(seconds, 2)}
+    return {"phrase_index": backend.phrase_state()}
 
 
 def _term_cache(context: dg.AssetExecutionContext, backend, summaries) -> dict:

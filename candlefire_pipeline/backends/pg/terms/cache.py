@@ -37,7 +37,8 @@ class CacheParams:
     entries kept, least recently used evicted beyond; depth: chunks kept per entry (a request
     reads the first 18); fill_ef: hnsw.ef_search of the walk that makes a missing entity name's
     entry; keyword_walk: "auto" walks the HNSW graph with the substring as filter for a variant
-    held by more than sqrt(depth x rows) chunks (exact ranking below), "off" ranks every holder.
+    held by more than sqrt(depth x rows) chunks (exact ranking below), "off" ranks every holder;
+    phrase_index: build the phrase index after writes and probe through it (backends/pg/phrase).
     """
 
     enabled: bool = True
@@ -45,6 +46,7 @@ class CacheParams:
     depth: int = 40
     fill_ef: int = 1000
     keyword_walk: str = "auto"
+    phrase_index: bool = True
 
     def __post_init__(self) -> None:
         if self.keyword_walk not in WALKS:

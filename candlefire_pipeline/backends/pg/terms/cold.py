@@ -1,6 +1,7 @@
 """SQL of the cold path: what a missing term costs, one statement per stage.
 
-- `probe_query`: per keyword variant, at most `limit` chunks holding it (trigram index), with
+- `probe_query`: per keyword variant, at most `limit` chunks holding it (through the trigram
+  index, or the phrase index for a variant routed to it: backends/pg/phrase.py), with
   their distance to the variant's own vector: how many hold it (up to the limit), a witness, an
   abstract witness, and the exact top `depth` when the limit was not reached.
 - `grounding_query`: per variant, one chunk holding it and one abstract chunk holding it.
@@ -15,6 +16,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from candlefire_pipeline.backends.common import like_pattern
+from candlefire_pipeline.backends.pg import phrase
 from candlefire_pipeline.backends.pg.sql import Names, result_columns
 
 _ESCAPE = sql.SQL("ESCAPE '\\'")
@@ -24,19 +26,65 @@ def _operator(mode: str) -> sql.SQL:
     return sql.SQL("ILIKE" if mode == "ilike" else "LIKE")
 
 
+def _holding(names: Names, mode: str, by_phrase: bool, extra: sql.Composable) -> sql.Composed:
+    """Chunks holding v.pattern: through the trigram index, or through the phrase index with the
+    substring checked on each candidate (written so that the trigram index cannot serve it: a
+    bitmap AND of the two would recompute every candidate's phrase keys on its recheck)."""
+    if by_phrase:
+        cond = sql.SQL("{keys} @> v.keys AND (c.document || '') {op} v.pattern {esc}").format(
+            keys=phrase.doc_keys(mode), op=_operator(mode), esc=_ESCAPE
+        )
+    else:
+        cond = sql.SQL("c.document {op} v.pattern {esc}").format(op=_operator(mode), esc=_ESCAPE)
+    return sql.SQL("FROM {t} c WHERE {cond}{extra}").format(t=names.ident(), cond=cond, extra=extra)
+
+
+def _variants(mode: str, routed: bool, vectors: bool) -> sql.Composed:
+    """The variants as rows v(pattern[, vec], ord[, by_phrase, keys]), ord from 1."""
+    columns = ["pattern", *(["vec"] if vectors else []), *(["phrased"] if routed else [])]
+    types = [
+        "%s::text[]",
+        *(["%b::vector[]"] if vectors else []),
+        *(["%s::bool[]"] if routed else []),
+    ]
+    rows = sql.SQL("unnest({types}) WITH ORDINALITY AS v({columns}, ord)").format(
+        types=sql.SQL(", ").join(sql.SQL(t) for t in types),
+        columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+    )
+    if not routed:
+        return sql.SQL("SELECT v.* FROM {}").format(rows)
+    return sql.SQL(
+        """SELECT v.*, coalesce(v.phrased AND cardinality(k.keys) > 0, false) AS by_phrase, k.keys
+        FROM {rows} CROSS JOIN LATERAL (
+            SELECT CASE WHEN v.phrased THEN {keys} END AS keys) k"""
+    ).format(rows=rows, keys=phrase.query_keys(mode, sql.SQL("v.pattern")))
+
+
 def probe_query(
-    names: Names, mode: str, variants: list[str], vectors: list, limit: int | None, depth: int
+    names: Names,
+    mode: str,
+    variants: list[str],
+    vectors: list,
+    limit: int | None,
+    depth: int,
+    phrased: list[bool] | None = None,
 ) -> tuple[sql.Composed, list]:
-    """Rows (ord, holders, witness, abstract_witness, ids, distances), ord from 1."""
-    cap = sql.SQL("LIMIT %s") if limit is not None else sql.SQL("")
+    """Rows (ord, holders, witness, abstract_witness, ids, distances), ord from 1; a `phrased`
+    variant's holders are found through the phrase index."""
+    routed = any(phrased or ())
+    cap = sql.SQL(" LIMIT %s") if limit is not None else sql.SQL("")
+    columns = sql.SQL("SELECT c.chunk_id, c.chunk_index, c.embedding ")
+    trigram = sql.SQL("{c}{f}").format(c=columns, f=_holding(names, mode, False, cap))
+    holders = trigram
+    if routed:
+        holders = sql.SQL(
+            "(SELECT * FROM ({trigram}) a WHERE NOT v.by_phrase) UNION ALL "
+            "(SELECT * FROM ({c}{f}) b WHERE v.by_phrase)"
+        ).format(trigram=trigram, c=columns, f=_holding(names, mode, True, cap))
     query = sql.SQL(
-        """WITH v AS (
-            SELECT * FROM unnest(%s::text[], %b::vector[]) WITH ORDINALITY AS v(pattern, vec, ord)
-        ), held AS MATERIALIZED (
+        """WITH v AS ({variants}), held AS MATERIALIZED (
             SELECT v.ord, h.chunk_id, h.chunk_index, h.embedding <=> v.vec AS distance
-            FROM v CROSS JOIN LATERAL (
-                SELECT c.chunk_id, c.chunk_index, c.embedding FROM {t} c
-                WHERE c.document {op} v.pattern {esc} {cap}) h
+            FROM v CROSS JOIN LATERAL ({holders}) h
         )
         SELECT v.ord, count(h.chunk_id),
             min(h.chunk_id COLLATE "C"),
@@ -47,27 +95,36 @@ def probe_query(
                 FILTER (WHERE h.chunk_id IS NOT NULL))[1:%s], '{{}}')
         FROM v LEFT JOIN held h ON h.ord = v.ord
         GROUP BY v.ord ORDER BY v.ord"""
-    ).format(t=names.ident(), op=_operator(mode), esc=_ESCAPE, cap=cap)
+    ).format(variants=_variants(mode, routed, vectors=True), holders=holders)
     params: list = [[like_pattern(v) for v in variants], vectors]
+    if routed:
+        params.append(list(phrased))
     if limit is not None:
-        params.append(int(limit))
+        params += [int(limit)] * (2 if routed else 1)
     return query, [*params, int(depth), int(depth)]
 
 
-def grounding_query(names: Names, mode: str, variants: list[str]) -> tuple[sql.Composed, list]:
+def grounding_query(
+    names: Names, mode: str, variants: list[str], phrased: list[bool] | None = None
+) -> tuple[sql.Composed, list]:
     """Rows (ord, witness, abstract_witness): any holder, any abstract holder."""
-    one = sql.SQL(
-        "(SELECT c.chunk_id FROM {t} c WHERE c.document {op} v.pattern {esc}{extra} LIMIT 1)"
+    routed = any(phrased or ())
+
+    def one(abstract: bool) -> sql.Composed:
+        extra = sql.SQL(" AND c.chunk_index = 0" if abstract else "")
+        first = sql.SQL("(SELECT c.chunk_id {f} LIMIT 1)")
+        trigram = first.format(f=_holding(names, mode, False, extra))
+        if not routed:
+            return trigram
+        return sql.SQL("CASE WHEN v.by_phrase THEN {p} ELSE {t} END").format(
+            p=first.format(f=_holding(names, mode, True, extra)), t=trigram
+        )
+
+    query = sql.SQL("SELECT v.ord, {w}, {a} FROM ({v}) v ORDER BY v.ord").format(
+        w=one(False), a=one(True), v=_variants(mode, routed, vectors=False)
     )
-    witness = one.format(t=names.ident(), op=_operator(mode), esc=_ESCAPE, extra=sql.SQL(""))
-    abstract = one.format(
-        t=names.ident(), op=_operator(mode), esc=_ESCAPE, extra=sql.SQL(" AND c.chunk_index = 0")
-    )
-    query = sql.SQL(
-        """SELECT v.ord, {w}, {a}
-        FROM unnest(%s::text[]) WITH ORDINALITY AS v(pattern, ord) ORDER BY v.ord"""
-    ).format(w=witness, a=abstract)
-    return query, [[like_pattern(v) for v in variants]]
+    params: list = [[like_pattern(v) for v in variants]]
+    return query, [*params, list(phrased)] if routed else params
 
 
 def rows_query(names: Names, chunk_ids: list[str]) -> tuple[sql.Composed, list]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from candlefire_pipeline.backends.base import Filter, ResultRow
 from candlefire_pipeline.backends.pg.layout import MAX_EF_SEARCH, StageEffort
+from candlefire_pipeline.backends.pg.phrase import python_query_keys
 from candlefire_pipeline.backends.pg.sql import semantic_query, substring_query
 from candlefire_pipeline.backends.pg.terms import cold
 from candlefire_pipeline.backends.pg.terms.entries import ENTITY, KEYWORD, Entry
@@ -69,27 +70,45 @@ def keyword_entries(store, ef: int, walks: bool, variants, vectors, depth: int) 
     than walk_threshold() chunks is walked (when `walks` and the table is walked at all): the
     ones the document sample shows frequent at once, the others after a probe finds them so."""
     limit, sampled = None, [False] * len(variants)  # a small table ranks every holder
-    if walks and not store.exact_scan():
-        rows = store.row_estimate()
-        limit = walk_threshold(rows, depth) + 1
-        sampled = store.document_sample.frequent(
-            store.conn, store.names, store.substring_mode, variants, rows, limit - 1
-        )
+    estimates = _estimates(store, variants, walks)
+    if walks and estimates is not None:
+        limit = walk_threshold(store.row_estimate(), depth) + 1
+        sampled = [e.frequent(limit - 1) for e in estimates]
+    phrased = _phrased(estimates, len(variants))
     entries = [Entry(KEYWORD, v, listed=True) for v in variants]
     probed = [i for i, frequent in enumerate(sampled) if not frequent]
     walked = [i for i, frequent in enumerate(sampled) if frequent]
     if probed:
-        walked += _probe(store, entries, probed, vectors, limit, depth)
+        routes = [phrased[i] for i in probed]
+        walked += _probe(store, entries, probed, vectors, limit, depth, routes)
     if walked:
         _walk_keywords(store, ef, entries, sorted(walked), vectors, depth)
     return entries
 
 
-def _probe(store, entries, probed: list[int], vectors, limit: int | None, depth: int) -> list:
+def _estimates(store, variants, walks: bool) -> list | None:
+    """The document sample's estimates, when a walk or the phrase index may use them (never on
+    a table small enough to search exactly)."""
+    phrase_ready = any(python_query_keys(v) for v in variants) and store.phrase_ready()
+    if not (walks or phrase_ready) or store.exact_scan():
+        return None
+    estimates = store.document_sample.estimates(
+        store.conn, store.names, store.substring_mode, variants, store.row_estimate()
+    )
+    if not phrase_ready:  # the index is not there to take them
+        return [replace(e, keyed=False) for e in estimates]
+    return estimates
+
+
+def _phrased(estimates: list | None, n: int) -> list[bool]:
+    return [False] * n if estimates is None else [e.by_phrase for e in estimates]
+
+
+def _probe(store, entries, probed, vectors, limit, depth: int, routes: list[bool]) -> list:
     """Rank the holders of these variants exactly (up to `limit`); the ones past it to walk."""
     query, params = cold.probe_query(
         store.names, store.substring_mode, [entries[i].text for i in probed],
-        [vectors[i] for i in probed], limit, depth,
+        [vectors[i] for i in probed], limit, depth, routes,
     )  # fmt: skip
     with store.plan(cold.PROBE_PLAN):
         rows = store.conn.execute(query, params).fetchall()
@@ -165,7 +184,8 @@ def result_rows(store, entries: list[Entry], n: int) -> list[list[ResultRow]]:
 
 def grounding_entries(store, variants: list[str]) -> list[Entry]:
     """Each variant's witnesses (no list): one statement for all."""
-    query, params = cold.grounding_query(store.names, store.substring_mode, variants)
+    phrased = _phrased(_estimates(store, variants, walks=False), len(variants))
+    query, params = cold.grounding_query(store.names, store.substring_mode, variants, phrased)
     with store.plan(cold.PROBE_PLAN):
         rows = store.conn.execute(query, params).fetchall()
     return [

@@ -1,5 +1,6 @@
 """A small random sample of the table's documents, to tell a keyword variant held by many
-chunks from one held by few before any index is read.
+chunks from one held by few before any index is read, and which index finds its holders for
+less (phrase.py).
 
 A variant held by many chunks is walked (compute.py); probing it first through the trigram
 index costs what its trigrams' posting lists hold, which grows with the table (at 1M chunks a
@@ -11,11 +12,15 @@ threshold still walks; a walk that ends short is answered exactly).
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import dataclass
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
+from candlefire_pipeline.backends.pg.phrase import key_text, python_query_keys
 from candlefire_pipeline.backends.pg.sql import Names
 from candlefire_pipeline.backends.pg.terms import matching
 
@@ -37,11 +42,14 @@ class DocumentSample:
 
     def frequent(self, conn, names: Names, mode: str, variants, rows: int, threshold: int):
         """Per variant: whether the sample says more than `threshold` chunks hold it."""
+        return [e.frequent(threshold) for e in self.estimates(conn, names, mode, variants, rows)]
+
+    def estimates(self, conn, names: Names, mode: str, variants, rows: int) -> list[Estimate]:
+        """Per variant: its holders, and the candidates each index would have to check."""
         documents = self._current(conn, names, rows)
         if not documents:
-            return [False] * len(variants)
-        seen = _holders(documents, variants, mode)
-        return [count >= MIN_SEEN and count * rows / len(documents) > threshold for count in seen]
+            return [Estimate(0, 0, 0, 0, bool(python_query_keys(v))) for v in variants]
+        return _estimates(documents, variants, mode, rows)
 
     def _current(self, conn, names: Names, rows: int) -> list[str]:
         stale = abs(rows - self._rows) > DRIFT * max(self._rows, 1)
@@ -62,12 +70,78 @@ def _sample(conn: psycopg.Connection, names: Names, rows: int) -> list[str]:
     return [row[0] for row in conn.execute(query, [percent, 2 * SIZE])]
 
 
-def _holders(documents: list[str], variants, mode: str) -> list[int]:
-    """How many documents hold each variant (as LIKE / ILIKE would find it), one pass each."""
+#: What reading one posting of an index costs against checking one candidate row (its heap
+#: tuple read, the substring matched): an index whose keys are common reads long posting lists.
+POSTING_SHARE = 1 / 50
+#: A candidate of the phrase index costs more than one of the trigram index (measured at 1M
+#: chunks, 2026-12-04: ~2x per estimated candidate; the substring is matched on a copy).
+PHRASE_ROW_COST = 1.5
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One variant in the sample, scaled to the table: its holders, and what finding them costs
+    through each index (in candidate rows: the candidates to check, plus the postings read)."""
+
+    seen: int
+    holders: float
+    phrase: float
+    trigram: float
+    keyed: bool
+
+    def frequent(self, threshold: int) -> bool:
+        return self.seen >= MIN_SEEN and self.holders > threshold
+
+    @property
+    def by_phrase(self) -> bool:
+        """The phrase index costs no more than the trigram index (two estimates of 0, a rare
+        phrase, go to the phrase index: its keys are rarer than its words)."""
+        return self.keyed and self.phrase * PHRASE_ROW_COST <= self.trigram
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _estimates(documents: list[str], variants, mode: str, rows: int) -> list[Estimate]:
+    """One Aho-Corasick pass over the sample: each variant, its phrase keys, and its words in
+    any of three spellings (pg_trgm ignores case)."""
     fold = matching.folding(mode)
-    matcher = matching.automaton(list(enumerate(variants)), fold)
-    counts = [0] * len(variants)
-    for document in documents:
-        for i in matching.held(matcher, document, fold):
-            counts[i] += 1
-    return counts
+    needles: dict[str, int] = {}
+
+    def ids(texts) -> list[int]:
+        return [needles.setdefault(fold(t), len(needles)) for t in texts]
+
+    plans = []
+    for variant in variants:
+        words = _WORD.findall(variant)
+        plans.append((
+            ids([variant]), ids(key_text(k) for k in python_query_keys(variant)),
+            [ids({w, w.lower(), w.capitalize()}) for w in words],
+        ))  # fmt: skip
+    matcher = matching.automaton([(i, t) for t, i in needles.items()], matching._same)
+    found = np.zeros((len(documents), len(needles)), dtype=bool)
+    for d, document in enumerate(documents):
+        hits = list(matching.held(matcher, fold(document), matching._same))
+        found[d, hits] = True
+    scale = rows / len(documents)
+    out = []
+    for variant_ids, key_ids, word_ids in plans:
+        seen = int(found[:, variant_ids[0]].sum())
+        words = [found[:, spellings].any(axis=1) for spellings in word_ids]
+        trigram = _cost(words, len(documents))
+        phrase = _cost([found[:, k] for k in key_ids], len(documents)) if key_ids else trigram
+        out.append(Estimate(seen, seen * scale, phrase * scale, trigram * scale, bool(key_ids)))
+    return out
+
+
+def _holders(documents: list[str], variants, mode: str) -> list[int]:
+    """How many documents hold each variant (as LIKE / ILIKE would find it)."""
+    return [e.seen for e in _estimates(documents, variants, mode, len(documents))]
+
+
+def _cost(columns: list[np.ndarray], documents: int) -> float:
+    """Candidates (sampled documents holding every key) plus the keys' postings read."""
+    if not columns:
+        return float(documents)
+    both = np.logical_and.reduce(columns)
+    return float(both.sum()) + POSTING_SHARE * sum(float(c.sum()) for c in columns)
