@@ -16,17 +16,15 @@ import time
 
 from benchmarks.churn.revisions import Reviser
 from benchmarks.churn.soak import fill
-from benchmarks.churn.upkeep import kept_texts
-from benchmarks.common.data import bench_dir, embed_cached, scifact_records
+from benchmarks.churn.upkeep import setup
+from benchmarks.common.data import bench_dir, embed_cached
 from benchmarks.common.figures import MB
 from benchmarks.common.machine_load import LoadMonitor
-from benchmarks.common.requests import latency_workload
 from benchmarks.common.stores import embedded_postgres
 from candlefire_pipeline.backends.factory import build_backend, pg_ann_params
 from candlefire_pipeline.backends.pg import phrase
 from candlefire_pipeline.backends.pg.terms import compute
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams
-from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.retrieval.variants import term_variants
 from candlefire_pipeline.settings import Settings
 
@@ -141,13 +139,10 @@ def markdown(figures: dict, note: str) -> str:
 
 
 def run(args, out) -> None:
-    embedder = embedder_for(Settings.from_env(), "query")
     monitor = LoadMonitor(markers=[bench_dir()]).start()
-    records = scifact_records()
-    work = latency_workload(embedder, args.size)
-    reviser = Reviser(work.corpus, records, embed_cached(embedder, [r["title"] for r in records]))
-    names, variants = kept_texts(work.corpus, records, 2 * args.requests * NAMES)
-    rows = reviser.rows(embedder.model_id)
+    made = setup(args.size, 2 * args.requests * NAMES)
+    embedder, reviser, rows = made.embedder, made.reviser, made.rows
+    names, variants = made.names, made.variants
     with embedded_postgres() as dsn:
         tables = {arm: fill(dsn, f"phrase_{arm}", rows, embedder.model_id, embedder.dim)
                   for arm in ARMS}  # fmt: skip

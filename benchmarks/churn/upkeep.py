@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 from benchmarks.churn.revisions import Reviser
 from benchmarks.churn.soak import fill
@@ -127,14 +128,32 @@ def markdown(figures: dict, args, note: str) -> str:
     return "\n".join(lines)
 
 
-def run(args, out) -> None:
+@dataclass
+class Setup:
+    """The 62k workload as revisable rows, and `texts` texts of it (names, variants)."""
+
+    embedder: object
+    reviser: Reviser
+    names: list[str]
+    variants: list[str]
+    rows: object
+
+
+def setup(size: int, texts: int) -> Setup:
     embedder = embedder_for(Settings.from_env(), "query")
-    monitor = LoadMonitor(markers=[bench_dir()]).start()
     records = scifact_records()
-    work = latency_workload(embedder, args.size)
+    work = latency_workload(embedder, size)
     reviser = Reviser(work.corpus, records, embed_cached(embedder, [r["title"] for r in records]))
-    names, variants = kept_texts(work.corpus, records, args.texts)
-    rows = reviser.rows(embedder.model_id)
+    names, variants = kept_texts(work.corpus, records, texts)
+    return Setup(embedder, reviser, names, variants, reviser.rows(embedder.model_id))
+
+
+def run(args, out) -> None:
+    monitor = LoadMonitor(markers=[bench_dir()]).start()
+    made = setup(args.size, args.texts)
+    embedder, reviser, names, variants, rows = (
+        made.embedder, made.reviser, made.names, made.variants, made.rows
+    )  # fmt: skip
     with embedded_postgres() as dsn:
         stores = {name: fill(dsn, f"upkeep_{name}", rows, embedder.model_id, embedder.dim)
                   for name in ("baseline", "cached")}  # fmt: skip
