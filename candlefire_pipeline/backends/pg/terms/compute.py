@@ -92,12 +92,10 @@ def _estimates(store, variants, walks: bool) -> list | None:
     phrase_ready = any(python_query_keys(v) for v in variants) and store.phrase_ready()
     if not (walks or phrase_ready) or store.exact_scan():
         return None
-    estimates = store.document_sample.estimates(
-        store.conn, store.names, store.substring_mode, variants, store.row_estimate()
-    )
-    if not phrase_ready:  # the index is not there to take them
-        return [replace(e, keyed=False) for e in estimates]
-    return estimates
+    return store.document_sample.estimates(
+        store.conn, store.names, store.substring_mode, variants, store.row_estimate(),
+        routes=phrase_ready,  # no index to route to: only the holders are counted
+    )  # fmt: skip
 
 
 def _phrased(estimates: list | None, n: int) -> list[bool]:

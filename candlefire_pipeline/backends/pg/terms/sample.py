@@ -44,12 +44,14 @@ class DocumentSample:
         """Per variant: whether the sample says more than `threshold` chunks hold it."""
         return [e.frequent(threshold) for e in self.estimates(conn, names, mode, variants, rows)]
 
-    def estimates(self, conn, names: Names, mode: str, variants, rows: int) -> list[Estimate]:
-        """Per variant: its holders, and the candidates each index would have to check."""
+    def estimates(
+        self, conn, names: Names, mode: str, variants, rows: int, routes: bool = True
+    ) -> list[Estimate]:
+        """Per variant: its holders, and (`routes`) the candidates each index would check."""
         documents = self._current(conn, names, rows)
         if not documents:
-            return [Estimate(0, 0, 0, 0, bool(python_query_keys(v))) for v in variants]
-        return _estimates(documents, variants, mode, rows)
+            return [Estimate(0, 0, 0, 0, routes and bool(python_query_keys(v))) for v in variants]
+        return _estimates(documents, variants, mode, rows, routes)
 
     def _current(self, conn, names: Names, rows: int) -> list[str]:
         stale = abs(rows - self._rows) > DRIFT * max(self._rows, 1)
@@ -102,9 +104,11 @@ class Estimate:
 _WORD = re.compile(r"\w+")
 
 
-def _estimates(documents: list[str], variants, mode: str, rows: int) -> list[Estimate]:
-    """One Aho-Corasick pass over the sample: each variant, its phrase keys, and its words in
-    any of three spellings (pg_trgm ignores case)."""
+def _estimates(
+    documents: list[str], variants, mode: str, rows: int, routes: bool = True
+) -> list[Estimate]:
+    """One Aho-Corasick pass over the sample: each variant and, when routing, its phrase keys
+    and its words in any of three spellings (pg_trgm ignores case)."""
     fold = matching.folding(mode)
     needles: dict[str, int] = {}
 
@@ -113,9 +117,10 @@ def _estimates(documents: list[str], variants, mode: str, rows: int) -> list[Est
 
     plans = []
     for variant in variants:
-        words = _WORD.findall(variant)
+        keys = python_query_keys(variant) if routes else []
+        words = _WORD.findall(variant) if routes else []
         plans.append((
-            ids([variant]), ids(key_text(k) for k in python_query_keys(variant)),
+            ids([variant]), ids(key_text(k) for k in keys),
             [ids({w, w.lower(), w.capitalize()}) for w in words],
         ))  # fmt: skip
     matcher = matching.automaton([(i, t) for t, i in needles.items()], matching._same)
@@ -136,7 +141,7 @@ def _estimates(documents: list[str], variants, mode: str, rows: int) -> list[Est
 
 def _holders(documents: list[str], variants, mode: str) -> list[int]:
     """How many documents hold each variant (as LIKE / ILIKE would find it)."""
-    return [e.seen for e in _estimates(documents, variants, mode, len(documents))]
+    return [e.seen for e in _estimates(documents, variants, mode, len(documents), routes=False)]
 
 
 def _cost(columns: list[np.ndarray], documents: int) -> float:
