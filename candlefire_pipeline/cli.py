@@ -1,5 +1,6 @@
 """`candlefire`: demo, status, rollback, promote, retire, unretire, query, repair, maintain,
-register-drops, fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc)."""
+register-drops, fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc),
+adopt (report, import, status)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from candlefire_pipeline import cli_serving
+from candlefire_pipeline import cli_adopt, cli_serving
 from candlefire_pipeline.settings import Settings, redact_dsn
 from candlefire_pipeline.stores import BACKEND_NAMES
 
@@ -184,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     from candlefire_pipeline import cli_generations
 
     cli_generations.add_parser(add, common)
+    cli_adopt.add_parser(add)
     return parser
 
 
@@ -198,6 +200,7 @@ COMMANDS = {
     "fetch-pubmed": cmd_fetch,
     "generation": cmd_generation,
     **cli_serving.COMMANDS,
+    **cli_adopt.COMMANDS,
 }
 
 

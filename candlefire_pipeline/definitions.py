@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from candlefire_pipeline.defs.adoption_assets import app_collection_adoption
 from candlefire_pipeline.defs.automation import parity_automation_sensor
 from candlefire_pipeline.defs.executor import pipeline_executor
 from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
@@ -38,6 +39,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             *store_assets(settings.stores),
             build_parity_report(settings.stores),
             serving_backend,
+            app_collection_adoption,
             shadow_parity,
             store_maintenance,
             *all_generation_assets(settings),

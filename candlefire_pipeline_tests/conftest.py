@@ -89,7 +89,8 @@ SERVER_FOLDERS = frozenset({"ui", "deploy", "defs", "reliability", "embedding"})
 #: Modules that start a server or the CLI in a subprocess without a fixture saying so.
 SERVER_MODULES = frozenset({
     "test_cli.py", "test_cli_output.py", "test_repo_tooling.py", "test_definitions.py",
-    "backends/pg/test_upgrade.py", "backends/test_factory_and_server.py",
+    "backends/pg/test_upgrade.py", "backends/pg/test_system_user.py",
+    "backends/test_factory_and_server.py",
     "operations/test_version_floor.py", "operations/serving/test_history.py",
 })  # fmt: skip
 

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from candlefire_pipeline.backends.pg.system_user import ensure_system_user
+
 OLD_PGVECTOR = "0.8.2"
 OLD_POSTGRES = "18.3"
 
@@ -24,6 +26,9 @@ def start_old_server(data_dir: Path) -> str:
     """Start (or reuse) the old wheel's server on data_dir; returns its DSN."""
     import pgserver
 
+    user = _user()
+    if user is not None:  # pgserver creates it unlocked too (issue 45)
+        ensure_system_user(user)
     return pgserver.get_server(data_dir, cleanup_mode=None).get_uri()
 
 

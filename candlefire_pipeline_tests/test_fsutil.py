@@ -5,6 +5,7 @@ import threading
 import time
 
 from candlefire_pipeline.fsutil import file_lock
+from candlefire_pipeline_tests.locks import wait_until_blocked
 
 
 def _hold(lock_path, log_path, release_path) -> None:
@@ -22,6 +23,7 @@ def test_a_second_process_waits_until_the_holder_releases(tmp_path):
     child = multiprocessing.get_context("fork").Process(target=_hold, args=(lock, log, release))
     child.start()
     while not log.exists():  # the child holds the lock
+        assert child.is_alive()
         time.sleep(0.01)
 
     def take() -> None:
@@ -30,7 +32,9 @@ def test_a_second_process_waits_until_the_holder_releases(tmp_path):
 
     waiter = threading.Thread(target=take)
     waiter.start()
-    time.sleep(0.2)  # the waiter would write now if the lock did not hold it back
+    # the waiter is queued on the lock (not merely started): without the lock it would have
+    # written and finished instead, and wait_until_blocked fails at once
+    wait_until_blocked(lock, waiter.is_alive)
     release.touch()
     waiter.join()
     child.join()

@@ -14,6 +14,7 @@ from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.memory import MemoryBackend
 from candlefire_pipeline.backends.pg.version import ServerVersions
 from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks, snapshot
+from candlefire_pipeline.operations.adoption.reference import adoption_now, compare_with_app
 from candlefire_pipeline.operations.conformance import check_stores
 from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline.operations.pg_versions import live_versions, store_versions
@@ -150,8 +151,19 @@ def run_report(
     report.store_diffs = {n: d for n, d in store_diffs.items() if n in report.backends}
     report.unavailable = {**unavailable, **report.unavailable}
     report.servers = store_versions(stores)
+    report.app_collection = _app_reference(settings, embedder, stores[CANDIDATE], queries)
     record_evaluation(report, evaluate_report(settings, report), settings.parity)
     return report
+
+
+def _app_reference(settings: Settings, embedder, candidate, queries) -> dict:
+    """The app's own collection against the candidate; a failure is the section's error (the
+    gate then holds the flip), never the report's."""
+    try:
+        return compare_with_app(settings, embedder, candidate, queries)
+    except Exception as exc:
+        log.warning("parity: the app's collection could not be compared: %s", exc)
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult]:
@@ -163,7 +175,8 @@ def evaluate_report(settings: Settings, report: ParityReport) -> list[GateResult
         log.warning("the ledger cannot be read (%s): freshness is unknown", exc)
         ledger_now = None
     return evaluate_gates(report, settings.parity, ledger_now, _pgvector_now(settings),
-                          shadow=load_latest_window(settings.reports_dir))  # fmt: skip
+                          shadow=load_latest_window(settings.reports_dir),
+                          adoption=adoption_now(settings))  # fmt: skip
 
 
 def _pgvector_now(settings: Settings) -> ServerVersions | None:

@@ -29,7 +29,7 @@ HELD = {
     "grounding_agreement": ">=", "mean_overlap": ">=", "p95_ratio": "<=", "ann_recall": ">=",
     "chunk_counts_equal": "=", "stores_hold_current_versions": "=", "pgvector_version": ">=",
     "candlefire_conformance": "=", "shadow_queries": ">=", "shadow_agreement": ">=",
-    "shadow_errors": "<=", "rankings_hold": ">=",
+    "shadow_errors": "<=", "rankings_hold": ">=", "app_collection_agreement": "=",
 }  # fmt: skip
 
 

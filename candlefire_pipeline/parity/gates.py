@@ -16,6 +16,7 @@ from candlefire_pipeline.backends.pg.version import (
     missing_fixes,
     parse_version,
 )
+from candlefire_pipeline.parity import app_gate
 from candlefire_pipeline.parity.gate_result import GateResult, failed, gate_figures, unknown
 from candlefire_pipeline.parity.shadow.gates import SHADOW_GATES, shadow_gates
 from candlefire_pipeline.settings import ParityThresholds
@@ -51,6 +52,7 @@ GATES: dict[str, str] = {
     "candlefire_conformance": "The candidate answers candle-fire's recorded queries as "
     "candle-fire's own retriever did, every stage of every query (only ties within 1e-5 may "
     "swap; neighbours candle-fire's own Chroma graph missed are proven so); no fixtures = FAIL.",
+    app_gate.NAME: app_gate.DESCRIPTION,
     **SHADOW_GATES,
 }
 
@@ -62,10 +64,12 @@ def evaluate_gates(
     pgvector_now: ServerVersions | None = None,
     shadow: ShadowWindow | None = None,
     now: datetime | None = None,
+    adoption: dict | None = None,
 ) -> list[GateResult]:
     """Every gate of GATES for `report`; ledger_now / pgvector_now (the candidate server's
     versions) None means they could not be read now; `shadow` is the latest window of live
-    comparisons (None: there is none), judged at `now`."""
+    comparisons (None: there is none), judged at `now`; `adoption` the app collection's state
+    now (operations.adoption.reference.adoption_now; {} or None: none configured)."""
     retired = ", ".join(f"{s} retired since {r['since']}" for s, r in report.retired.items())
     live = shadow_gates(shadow, thresholds, report.reference, report.candidate, now,
                         retired=retired or None)  # fmt: skip
@@ -81,6 +85,7 @@ def evaluate_gates(
         _current_versions(report),
         pgvector_version(report, pgvector_now),
         _conformance(report),
+        app_gate.app_collection_gate(report, adoption),
         *live,
     ]
 

@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from candlefire_pipeline.redact import redact_dsn
+from candlefire_pipeline.settings.app_collection import AppCollectionSettings
 from candlefire_pipeline.settings.data_layout import DataLayout
 from candlefire_pipeline.settings.embedding import (
     DEFAULT_BULK_RUNTIME,
@@ -70,6 +71,7 @@ def default_conformance_dir() -> Path:
 
 
 __all__ = [
+    "AppCollectionSettings",
     "DEFAULT_BULK_RUNTIME",
     "DEFAULT_EMBED_EXECUTOR",
     "DEFAULT_MODEL_ID",
@@ -188,6 +190,8 @@ class Settings(DataLayout):
     watch: WatchSettings = field(default_factory=WatchSettings)
     #: shadow reads of live traffic (CANDLEFIRE_SHADOW_*; off by default)
     shadow: ShadowSettings = field(default_factory=ShadowSettings)
+    #: the collection the app serves today, read (never written) by the adoption verbs
+    app_collection: AppCollectionSettings = field(default_factory=AppCollectionSettings)
 
     def embed_runtime(self, path: str) -> str:
         """The runtime configured for the "query" or "bulk" embedding path."""
@@ -256,6 +260,7 @@ class Settings(DataLayout):
             generations=GenerationSettings.from_env() if parity else GenerationSettings(),
             watch=WatchSettings.from_env() if parity else WatchSettings(),
             shadow=ShadowSettings.from_env() if parity else ShadowSettings(),
+            app_collection=AppCollectionSettings.from_env() if parity else AppCollectionSettings(),
         )
 
 

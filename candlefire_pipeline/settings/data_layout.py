@@ -62,6 +62,11 @@ class DataLayout:
         return self.data_dir / "reports"
 
     @property
+    def adoption_dir(self) -> Path:
+        """The app collection's snapshots, staging and adoption reports (operations/adoption)."""
+        return self.data_dir / "adoption"
+
+    @property
     def serving_file(self) -> Path:
         return self.data_dir / "serving_backend.json"
 

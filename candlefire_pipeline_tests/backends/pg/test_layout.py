@@ -251,7 +251,9 @@ def test_effort_is_set_again_after_a_reconnect(make_backend, pg_dsn):
     store.semantic_candidates(unit_vectors(1, DIM), 3)
     pid = store.conn.info.backend_pid
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        # with a timeout it returns once the backend has ended, not when the signal is sent
+        ended = admin.execute("SELECT pg_terminate_backend(%s, 120000)", [pid]).fetchone()[0]
+    assert ended
     with pytest.raises(psycopg.OperationalError):  # the call that finds the session gone
         store.semantic_candidates(unit_vectors(1, DIM), 3)
     assert store.semantic_candidates(unit_vectors(1, DIM), 3)[0]  # reconnected

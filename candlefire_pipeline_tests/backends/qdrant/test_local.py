@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,19 +23,22 @@ from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows, unit_v
 
 HOLDER = (
     "import sys, time\n"
+    "from pathlib import Path\n"
     "from candlefire_pipeline.backends.qdrant.backend import QdrantBackend\n"
     "store = QdrantBackend(path=sys.argv[1])\n"
     "print('holding', flush=True)\n"
-    "time.sleep(float(sys.argv[2]))\n"
+    "while not Path(sys.argv[2]).exists():\n"
+    "    time.sleep(0.05)\n"
+    "print('releasing', flush=True)\n"
     "store.close()\n"
     "print('released', flush=True)\n"
 )
 
 
 @contextmanager
-def holder(path: Path, log: Path, seconds: float) -> Iterator:
-    """Another process holding the local-mode folder for `seconds`, then closing it."""
-    proc = procs.spawn([sys.executable, "-c", HOLDER, path, str(seconds)], log_path=log)
+def holder(path: Path, log: Path, release: Path) -> Iterator:
+    """Another process holding the local-mode folder until `release` exists, then closing it."""
+    proc = procs.spawn([sys.executable, "-c", HOLDER, path, release], log_path=log)
     try:
         procs.wait_until(
             lambda: "holding" in log.read_text(), proc=proc, log_path=log, what="holder"
@@ -41,6 +46,23 @@ def holder(path: Path, log: Path, seconds: float) -> Iterator:
         yield proc
     finally:
         procs.stop_group(proc, first=signal.SIGKILL)
+
+
+class _RefusalsSeen:
+    """qdrant_local's fcntl, telling when a non-blocking lock attempt met the holder's lock."""
+
+    def __init__(self) -> None:
+        self.refused = threading.Event()
+
+    def __getattr__(self, name: str):
+        return getattr(fcntl, name)
+
+    def flock(self, fd: int, operation: int) -> None:
+        try:
+            fcntl.flock(fd, operation)
+        except BlockingIOError:
+            self.refused.set()
+            raise
 
 
 def rows(n: int = 3):
@@ -63,7 +85,7 @@ def test_backends_on_one_folder_share_one_client_until_the_last_close(tmp_path):
 
 def test_a_second_process_gets_a_clear_error_naming_the_holder(tmp_path):
     path = tmp_path / "q"
-    with holder(path, tmp_path / "holder.log", seconds=600) as proc:
+    with holder(path, tmp_path / "holder.log", release=tmp_path / "never") as proc:
         started = time.monotonic()
         with pytest.raises(BackendUnavailableError, match=rf"in use by pid {proc.pid} \(python"):
             QdrantBackend(path=path, lock_timeout=0.5)
@@ -73,14 +95,33 @@ def test_a_second_process_gets_a_clear_error_naming_the_holder(tmp_path):
     store.close()
 
 
-def test_a_waiting_process_gets_the_folder_once_the_holder_closes(tmp_path):
-    log = tmp_path / "holder.log"
-    with holder(tmp_path / "q", log, seconds=1.0):
-        store = QdrantBackend(path=tmp_path / "q", lock_timeout=120)
-        assert "released" in log.read_text()  # it queued behind the holder instead of failing
-        store.replace_papers(rows())
-        assert store.count() == 3
-        store.close()
+def test_a_waiting_process_gets_the_folder_once_the_holder_closes(tmp_path, monkeypatch):
+    log, release = tmp_path / "holder.log", tmp_path / "release"
+    seen = _RefusalsSeen()
+    monkeypatch.setattr(qdrant_local, "fcntl", seen)
+    opened: list = []
+
+    def wait_for_the_folder() -> None:
+        opened.append(QdrantBackend(path=tmp_path / "q", lock_timeout=120))
+
+    with holder(tmp_path / "q", log, release):
+        waiter = threading.Thread(target=wait_for_the_folder)
+        waiter.start()
+        try:
+            # it met the holder's lock and is waiting (not merely started) before the holder lets
+            # go, whatever the machine's schedule: the overlap is made, not timed
+            assert seen.refused.wait(procs.STARTUP_LIMIT_S), "the open never met the holder"
+            assert waiter.is_alive() and not opened
+        finally:
+            release.touch()
+            waiter.join(procs.STARTUP_LIMIT_S)
+        assert not waiter.is_alive() and len(opened) == 1, "the waiting open never got the folder"
+        # it queued behind the holder instead of failing: the holder was already letting go
+        assert "releasing" in log.read_text()
+    store = opened[0]
+    store.replace_papers(rows())
+    assert store.count() == 3
+    store.close()
 
 
 def test_local_storage_is_tuned_to_wal(tmp_path):

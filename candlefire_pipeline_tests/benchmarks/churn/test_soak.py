@@ -113,10 +113,10 @@ def test_pacing_sets_the_stand_ins_and_puts_the_defaults_back(pg_dsn):
         return {n: store.conn.execute(f"SHOW {n}").fetchone()[0] for n in PACED_SETTINGS}
 
     def settled(wanted: dict) -> dict:
-        """pg_reload_conf() only signals: a backend applies the file at a later command."""
-        for _ in range(50):
-            if (now := shown()) == wanted:
-                break
+        """pg_reload_conf() only signals: a backend applies the file at a later command, once
+        the postmaster has read it (a busy machine may take a while; a bound, not a timing)."""
+        deadline = time.monotonic() + 120
+        while (now := shown()) != wanted and time.monotonic() < deadline:
             time.sleep(0.1)
         return now
 

@@ -38,17 +38,19 @@ def test_own_pids_are_the_tree_and_the_marked_servers(root, markers, expected):
 
 
 def _busy_loop(detached: bool) -> subprocess.Popen:
-    loop = "import time\nend = time.time() + 4\nwhile time.time() < end: pass"
+    # runs until the test kills it (bounded only as a safety net): alive when the table is read
+    loop = "import time\nend = time.time() + 600\nwhile time.time() < end: pass"
     if detached:  # the shell exits at once: the loop is re-parented, no longer ours
-        return subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "{loop}" & echo $!'],
-                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        # its output goes elsewhere, so reading the shell's ends with the shell, not the loop
+        command = f'"{sys.executable}" -c "{loop}" >/dev/null 2>&1 & echo $!'
+        return subprocess.Popen(["sh", "-c", command], stdout=subprocess.PIPE, text=True)
     return subprocess.Popen([sys.executable, "-c", loop])
 
 
 def test_a_detached_process_is_other_work_and_a_child_is_ours():
     child = _busy_loop(detached=False)
     shell = _busy_loop(detached=True)
-    other = int(shell.communicate(timeout=10)[0].strip())
+    other = int(shell.communicate(timeout=60)[0].strip())  # the shell has exited and is reaped
     try:
         table = process_table()
         own = own_pids(table, os.getpid(), [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +34,7 @@ from candlefire_pipeline.operations.serving.state import (
     split_row,
 )
 from candlefire_pipeline.settings import Settings
+from candlefire_pipeline_tests.locks import wait_until_blocked
 from candlefire_pipeline_tests.operations.serving.expected import (
     EXPECTED,
     FAILING_AFTER,
@@ -63,6 +64,11 @@ def settings(tmp_path) -> Settings:
 def _write(settings: Settings, state: ServingState) -> None:
     settings.serving_file.parent.mkdir(parents=True, exist_ok=True)
     settings.serving_file.write_text(state.to_json())
+
+
+def _lock_file(settings: Settings) -> Path:
+    """The file switch_lock locks (beside the switch file)."""
+    return settings.serving_file.with_name(settings.serving_file.name + ".lock")
 
 
 SERVES_AFTER.update(SERVES_AFTER_RETIRED)
@@ -224,9 +230,10 @@ def test_a_decision_sees_a_pin_written_while_it_waited_for_the_lock(settings):
     with switch_lock(settings):
         worker = threading.Thread(target=scheduled_run)
         worker.start()
-        time.sleep(0.3)
-        assert worker.is_alive()  # waiting for the lock
+        # queued on the switch lock, not merely started (a decision that skipped the lock would
+        # finish instead, and this fails at once)
+        wait_until_blocked(_lock_file(settings), worker.is_alive)
         _write(settings, setup_state(PINNED))  # what a rollback holding the lock writes
-    worker.join(timeout=30)
+    worker.join(timeout=120)  # a bound on waiting, not a performance assertion
     assert results["auto"].decision.outcome == REFUSED
     assert read_state(settings.serving_file).state == PINNED

@@ -62,12 +62,17 @@ def test_an_old_report_is_judged_as_it_was_and_cannot_flip_without_conformance(o
     # gates added since: the version floor and conformance fail on a report that predates them
     # (re-run it); live evidence is not required by default: those pass and say so
     added = {g.name: g for g in now[len(recorded) :]}
-    assert list(added) == ["pgvector_version", "candlefire_conformance", *SHADOW_GATES]
+    assert list(added) == [
+        "pgvector_version", "candlefire_conformance", "app_collection_agreement", *SHADOW_GATES
+    ]  # fmt: skip
     assert not added["pgvector_version"].passed
     assert "does not record the pgvector version" in added["pgvector_version"].detail
     assert not added["candlefire_conformance"].passed
     assert added["candlefire_conformance"].detail.startswith("unknown")
     assert all(added[name].passed for name in SHADOW_GATES)
+    # no app collection configured: nothing to adopt, not required
+    assert added["app_collection_agreement"].passed
+    assert added["app_collection_agreement"].shown_threshold == "not required"
     assert "not required" in added["shadow_queries"].detail
 
 

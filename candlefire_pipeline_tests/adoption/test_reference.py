@@ -1,0 +1,147 @@
+"""The app's own collection in the parity report and the gate that holds the flip on it, through
+the operator's sequence: configured -> reported -> compared (differs) -> imported -> the app's
+collection changes -> it disappears. The app's folder is never written by any verb."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from candlefire_pipeline.cli import main as candlefire
+from candlefire_pipeline.embedding import embedder_for
+from candlefire_pipeline.operations.parity import evaluate_report, open_named_stores, run_report
+from candlefire_pipeline.operations.serving.commands import auto_promote
+from candlefire_pipeline.operations.serving.machine import CHANGED, REFUSED
+from candlefire_pipeline.parity.app_gate import NAME, app_collection_gate
+from candlefire_pipeline.parity.gates import failed
+from candlefire_pipeline.parity.report.files import write_report
+from candlefire_pipeline.parity.report.markdown import report_markdown
+from candlefire_pipeline.settings import Settings
+from candlefire_pipeline_tests.adoption.app_indexer import index_papers
+from candlefire_pipeline_tests.adoption.scenario import folder_checksum
+from candlefire_pipeline_tests.defs.pipeline_harness import demo_deployment
+from candlefire_pipeline_tests.latency import ignore_machine_latency
+
+#: a paper only the app's collection holds, written so that the SPG302 queries find it
+EXTRA = {"pmid": "99000001", "title": "SPG302 and synaptic density", "year": 2024,
+         "abstract": "SPG302 restored synaptic density in ALS mice.", "doi": "",
+         "mesh_terms": ["ALS"], "citation_count": 3, "entity_names": ["SPG302"]}  # fmt: skip
+
+
+def gate(gates):
+    return next(g for g in gates if g.name == NAME)
+
+
+@pytest.fixture
+def adopting(tmp_path, monkeypatch, pg_dsn):
+    """The first demo drop in every store; the app's collection built by candle-fire's rules
+    from the same papers and one the pipeline never got; configured."""
+    ignore_machine_latency(monkeypatch)  # a property of this shared machine, not of the index
+    settings, embedder = demo_deployment(monkeypatch, tmp_path, pg_dsn)
+    drop = sorted(settings.drops_dir.iterdir())[0]
+    papers = [json.loads(line) for line in drop.read_text().splitlines() if line.strip()]
+    app = tmp_path / "app-chroma"
+    index_papers(app, [*papers, EXTRA], embedder_for(settings, "bulk").embed)
+    monkeypatch.setenv("CANDLEFIRE_APP_CHROMA_PATH", str(app))
+    return Settings.from_env(), embedder, app
+
+
+def test_the_gate_holds_the_flip_until_the_apps_collection_is_reported_and_imported(
+    adopting, pg_dsn, capsys
+):
+    settings, embedder, app = adopting
+    before = folder_checksum(app)
+    with open_named_stores(settings) as stores:
+        report = run_report(settings, embedder, stores)
+    write_report(report, settings.reports_dir)
+    held = gate(evaluate_report(settings, report))  # configured, never reported
+    assert not held.passed and "no adoption report" in held.detail
+    assert auto_promote(settings, report, evaluate_report(settings, report),
+                        dsn=pg_dsn).decision.outcome == REFUSED  # fmt: skip
+
+    assert candlefire(["adopt", "report"]) == 0
+    assert "1 only_in_app" in capsys.readouterr().out
+    with open_named_stores(settings) as stores:
+        report = run_report(settings, embedder, stores)
+    write_report(report, settings.reports_dir)
+    section = report.app_collection
+    assert section["queries"] == len(report.queries) and section["differing"] >= 1
+    assert set(section["causes"]) == {"only_in_app"}  # every difference is the extra paper
+    differing = [row for row in section["rows"] if not row["equal"]]
+    assert all(
+        "99000001"
+        in row["app_top"] + [c["chunk_id"] for d in row["differences"] for c in d["chunks"]]
+        for row in differing
+    )
+    assert "spg302-synapses" in {row["query_id"] for row in differing}
+    held = gate(evaluate_report(settings, report))
+    assert not held.passed and "never_in_ledger" not in held.detail
+    assert "only_in_app" in held.detail and "candlefire adopt import" in held.detail
+    assert "The app's own collection" in report_markdown(report)
+    assert "spg302-synapses" in report_markdown(report)
+    assert folder_checksum(app) == before
+
+    assert candlefire(["adopt", "import"]) == 0
+    assert "imported" in capsys.readouterr().out
+    passed = gate(evaluate_report(settings, report))
+    assert passed.passed and passed.shown_value == "imported"
+    with open_named_stores(settings) as stores:
+        report = run_report(settings, embedder, stores)
+    write_report(report, settings.reports_dir)
+    assert report.app_collection["differing"] == 0  # the stores hold the app's rows now
+    gates = evaluate_report(settings, report)
+    assert gate(gates).passed
+    assert failed(gates) == []
+    assert candlefire(["adopt", "status"]) == 0
+    assert "current" in capsys.readouterr().out
+    assert folder_checksum(app) == before
+
+    index_papers(app, [{**EXTRA, "pmid": "99000002"}], embedder_for(settings, "bulk").embed)
+    stale = gate(evaluate_report(settings, report))  # the app's collection changed since
+    assert not stale.passed and "read another version" in stale.detail
+    assert auto_promote(settings, report, evaluate_report(settings, report),
+                        dsn=pg_dsn).decision.outcome == REFUSED  # fmt: skip
+    shutil.rmtree(app)
+    gone = gate(evaluate_report(settings, report))
+    assert not gone.passed and gone.shown_value == "unknown" and "does not exist" in gone.detail
+
+
+def test_with_the_import_current_the_flip_goes_ahead(adopting, pg_dsn):
+    settings, embedder, _ = adopting
+    assert candlefire(["adopt", "import"]) == 0
+    with open_named_stores(settings) as stores:
+        report = run_report(settings, embedder, stores)
+    write_report(report, settings.reports_dir)
+    gates = evaluate_report(settings, report)
+    assert failed(gates) == []
+    assert auto_promote(settings, report, gates, dsn=pg_dsn).decision.outcome == CHANGED
+
+
+@pytest.mark.parametrize(
+    ("adoption", "section", "passed", "words"),
+    [
+        (None, {}, True, "no app collection is configured"),
+        ({"error": "cannot read"}, {}, False, "unknown: cannot read"),
+        ({"fingerprint": "a" * 64, "report_id": None, "report_fingerprint": None},
+         {}, False, "no adoption report"),
+        ({"fingerprint": "a" * 64, "report_id": "r", "report_fingerprint": "a" * 64,
+          "imported": {"complete": False}}, {"error": "boom"}, False, "boom"),
+        ({"fingerprint": "a" * 64, "report_id": "r", "report_fingerprint": "a" * 64,
+          "imported": {"complete": False}},
+         {"fingerprint": "b" * 64, "queries": 3, "differing": 0}, False, "another version"),
+        ({"fingerprint": "a" * 64, "report_id": "r", "report_fingerprint": "a" * 64,
+          "imported": {"complete": False}},
+         {"fingerprint": "a" * 64, "queries": 3, "differing": 0, "causes": {}, "rows": []},
+         True, "3 of 3 queries answer as"),
+        ({"fingerprint": "a" * 64, "report_id": "r", "report_fingerprint": "a" * 64,
+          "imported": {"complete": True, "summary": "imported (x)"}}, {}, True, "imported (x)"),
+    ],
+)  # fmt: skip
+def test_the_gate_reads_its_evidence(adoption, section, passed, words):
+    class Report:
+        app_collection = section
+
+    result = app_collection_gate(Report(), adoption)
+    assert result.passed is passed and words in result.detail
