@@ -4,9 +4,9 @@ collection changes -> it disappears. The app's folder is never written by any ve
 
 from __future__ import annotations
 
-import json
 import shutil
 
+import pyarrow.parquet as pq
 import pytest
 
 from candlefire_pipeline.cli import main as candlefire
@@ -40,8 +40,9 @@ def adopting(tmp_path, monkeypatch, pg_dsn):
     from the same papers and one the pipeline never got; configured."""
     ignore_machine_latency(monkeypatch)  # a property of this shared machine, not of the index
     settings, embedder = demo_deployment(monkeypatch, tmp_path, pg_dsn)
-    drop = sorted(settings.drops_dir.iterdir())[0]
-    papers = [json.loads(line) for line in drop.read_text().splitlines() if line.strip()]
+    batch = next(d for d in settings.batches_dir.iterdir() if (d / "papers.parquet").is_file())
+    papers = [{**p, "year": p["year"] or 0, "doi": p["doi"] or ""}  # as candle-fire's records
+              for p in pq.read_table(batch / "papers.parquet").to_pylist()]  # fmt: skip
     app = tmp_path / "app-chroma"
     index_papers(app, [*papers, EXTRA], embedder_for(settings, "bulk").embed)
     monkeypatch.setenv("CANDLEFIRE_APP_CHROMA_PATH", str(app))
@@ -68,7 +69,10 @@ def test_the_gate_holds_the_flip_until_the_apps_collection_is_reported_and_impor
     write_report(report, settings.reports_dir)
     section = report.app_collection
     assert section["queries"] == len(report.queries) and section["differing"] >= 1
-    assert set(section["causes"]) == {"only_in_app"}  # every difference is the extra paper
+    # every difference is the extra paper, and what it pushed down a list
+    assert (
+        set(section["causes"]) <= {"only_in_app", "displaced"} and section["causes"]["only_in_app"]
+    )
     differing = [row for row in section["rows"] if not row["equal"]]
     assert all(
         "99000001"

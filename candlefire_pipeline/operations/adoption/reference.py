@@ -6,7 +6,8 @@ RRF top 20 and the cited papers agree under the tie rule (conformance/lists.py: 
 within 1e-5 may swap). A differing stage names the chunks on one side only or scored otherwise,
 and each is explained from the current adoption report's classes: stale in the app (which drop
 replaced or deleted its paper, or none holds it), new in the ledger, document / metadata /
-vector differs (drift), or "same": the same chunk on both sides (an ANN miss or a tie at a cut).
+vector differs (drift), or "displaced": the same chunk on both sides, moved by the others (or
+an ANN miss, or a tie at a cut).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from candlefire_pipeline.backends.chroma.app_collection import AppCollectionBackend
@@ -112,21 +112,23 @@ class _Explainer:
         self.current = report is not None
         if report is not None:
             path = reports_dir(settings) / report.report_id / "classes.parquet"
-            table = pq.read_table(path)
-            table = table.filter(pc.not_equal(table["class"], "identical"))
-            for cid, kind, detail in zip(
-                *(table[c].to_pylist() for c in ("chunk_id", "class", "detail")), strict=True
-            ):
-                self.classes[cid] = (kind, detail)  # fmt: skip
+            table = pq.read_table(path, columns=["chunk_id", "class", "detail"])
+            for cid, kind, detail in zip(*(table[c].to_pylist() for c in table.column_names),
+                                         strict=True):  # fmt: skip
+                self.classes[cid] = (kind, detail)
 
     def __call__(self, chunk_id: str, side: str) -> tuple[str, str]:
-        if chunk_id in self.classes:
-            return self.classes[chunk_id]
         if not self.current:
             return "unexplained", "no current adoption report (run `candlefire adopt report`)"
+        kind, detail = self.classes.get(chunk_id, ("", ""))
+        if kind == "identical":
+            return "displaced", ("the same chunk on both sides, moved by the chunks above (or an "
+                                 "ANN miss, or a tie at a cut)")  # fmt: skip
+        if kind:
+            return kind, detail
         if side == "candidate":
             return "new_since_report", "not in the app's collection: new since the report"
-        return "same", "the same chunk on both sides: an ANN miss or a tie at a cut"
+        return "unexplained", "not in the adoption report: re-run `candlefire adopt report`"
 
 
 def _rows(rows: list[dict], score: str) -> list[tuple[str, str, float]]:
