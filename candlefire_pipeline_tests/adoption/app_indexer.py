@@ -14,6 +14,7 @@ collection was built"), written here independently of the project's chunker:
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import chromadb
@@ -62,15 +63,24 @@ def app_chunks(paper: dict) -> list[dict]:
              "metadata": {**meta, "section": "abstract", "chunk_index": 0}}]  # fmt: skip
 
 
-def index_papers(folder: Path, papers: list[dict], embed, collection: str = COLLECTION) -> int:
-    """candle-fire's build_collection over `papers` into `folder`; `embed(texts)` gives the
-    vectors the collection's embedding function would; returns the chunks added."""
+def index_papers(
+    folder: Path,
+    papers: list[dict],
+    embed=None,
+    collection: str = COLLECTION,
+    embedding_function=None,
+    vectors: dict | None = None,
+) -> int:
+    """candle-fire's build_collection over `papers` into `folder`; the vectors come from
+    `embed(texts)` (what the collection's embedding function would give), from `vectors` (chunk
+    id -> recorded vector), or from the collection's own `embedding_function` (as candle-fire's
+    does); returns the chunks added."""
     client = chromadb.PersistentClient(
         str(folder), settings=ChromaSettings(anonymized_telemetry=False)
     )
     try:
         target = client.get_or_create_collection(
-            collection, metadata={"hnsw:space": "cosine"}, embedding_function=None
+            collection, metadata={"hnsw:space": "cosine"}, embedding_function=embedding_function
         )
         existing = set(target.get(include=[])["ids"])
         new = [c for p in papers for c in app_chunks(p) if c["id"] not in existing]
@@ -80,7 +90,7 @@ def index_papers(folder: Path, papers: list[dict], embed, collection: str = COLL
                 ids=[c["id"] for c in batch],
                 documents=[c["document"] for c in batch],
                 metadatas=[c["metadata"] for c in batch],
-                embeddings=np.asarray(embed([c["document"] for c in batch]), dtype=np.float32),
+                embeddings=_vectors(batch, embed, vectors),
             )
         return len(new)
     finally:
@@ -91,3 +101,24 @@ def write_papers_jsonl(path: Path, papers: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(p) + "\n" for p in papers))
     return path
+
+
+def _vectors(batch: list[dict], embed, vectors: dict | None):
+    if vectors is not None:
+        return np.stack([vectors[c["id"]] for c in batch]).astype(np.float32)
+    if embed is not None:
+        return np.asarray(embed([c["document"] for c in batch]), np.float32)
+    return None  # the collection's embedding function embeds the documents
+
+
+def app_rows(folder: Path, tmp: Path) -> list[tuple[str, str, np.ndarray]]:
+    """(id, document, vector) in the app collection's order, read from a copy of its folder."""
+    copy = tmp / "app-copy"
+    shutil.copytree(folder, copy)
+    client = chromadb.PersistentClient(
+        str(copy), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+    got = client.get_collection("als_papers").get(include=["documents", "embeddings"])
+    client.close()
+    vectors = np.asarray(got["embeddings"], dtype=np.float32)
+    return list(zip(got["ids"], got["documents"], vectors, strict=True))

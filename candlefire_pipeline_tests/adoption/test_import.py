@@ -4,17 +4,14 @@ bit, idempotent, finished after a crash, and replaced by paper by later drops.""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
-import chromadb
 import numpy as np
 import pytest
-from chromadb.config import Settings as ChromaSettings
 
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.corpus.ledger import diff_inventory, expected_chunks
@@ -22,20 +19,8 @@ from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.adoption.importer import run_import
 from candlefire_pipeline.operations.adoption.manifest import import_state
 from candlefire_pipeline_tests.adoption import scenario
+from candlefire_pipeline_tests.adoption.app_indexer import app_rows
 from candlefire_pipeline_tests.operations.batches import apply
-
-
-def app_rows(folder: Path, tmp: Path) -> list[tuple[str, str, np.ndarray]]:
-    """(id, document, vector) in the app collection's order, read from a copy of its folder."""
-    copy = tmp / "app-copy"
-    shutil.copytree(folder, copy)
-    client = chromadb.PersistentClient(
-        str(copy), settings=ChromaSettings(anonymized_telemetry=False)
-    )
-    got = client.get_collection("als_papers").get(include=["documents", "embeddings"])
-    client.close()
-    vectors = np.asarray(got["embeddings"], dtype=np.float32)
-    return list(zip(got["ids"], got["documents"], vectors, strict=True))
 
 
 def pg_rows(settings) -> list[tuple[str, str, str, np.ndarray]]:
@@ -141,6 +126,7 @@ from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.adoption import importer
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.adoption import scenario
+from candlefire_pipeline_tests.adoption.app_indexer import app_rows
 
 deployment = scenario.deployment(Path(sys.argv[1]), sys.argv[2])
 settings = replace(deployment.settings, pg_table=sys.argv[3],
