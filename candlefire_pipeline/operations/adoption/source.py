@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,15 +197,22 @@ class AppCollection:
 
     def pages(self, include: Sequence[str] = ALL, page_rows: int | None = None,
               start: int = 0) -> Iterator[AppPage]:  # fmt: skip
-        """Every row from `start` on, in insertion order, `page_rows` at a time."""
+        """Every row from `start` on, in insertion order, `page_rows` at a time; the next page is
+        read while the caller works on this one (chromadb's get runs outside the GIL)."""
         size = page_rows or self.settings.page_rows
-        offset = start
-        while True:
-            page = self.collection.get(limit=size, offset=offset, include=list(include))
-            if not page["ids"]:
-                return
-            yield _page(offset, page, include)
-            offset += len(page["ids"])
+
+        def read(offset: int) -> dict:
+            return self.collection.get(limit=size, offset=offset, include=list(include))
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="app-pages") as reader:
+            offset, pending = start, reader.submit(read, start)
+            while True:
+                page = pending.result()
+                if not page["ids"]:
+                    return
+                pending = reader.submit(read, offset + len(page["ids"]))
+                yield _page(offset, page, include)
+                offset += len(page["ids"])
 
     def get(self, ids: Sequence[str], include: Sequence[str] = ALL) -> AppPage:
         """These rows (those that exist), in insertion order."""
