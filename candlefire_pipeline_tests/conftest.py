@@ -97,7 +97,9 @@ SERVER_MODULES = frozenset({
 
 def pytest_collection_modifyitems(config, items):
     """`server` on every test that needs one (make check runs the others: the inner loop);
-    the Ray tests in one xdist group (one local Ray head at a time on this machine)."""
+    the Ray tests in one xdist group (one local Ray head at a time on this machine); the tests
+    of a module with a module-scoped fixture in one group each, or every worker would build the
+    fixture again (the UI module's `make demo` ran three times: 200 s each)."""
     for item in items:
         where = item.path.relative_to(Path(__file__).parent)
         if (
@@ -108,3 +110,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.server)
         if "ray_cluster" in item.fixturenames or "ray" in item.path.stem:
             item.add_marker(pytest.mark.xdist_group("ray"))
+        elif _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(where.as_posix()))
+
+
+def _uses_a_module_fixture(item) -> bool:
+    definitions = getattr(item, "_fixtureinfo", None)
+    if definitions is None:
+        return False
+    return any(defs and defs[-1].scope == "module"
+               for defs in definitions.name2fixturedefs.values())  # fmt: skip

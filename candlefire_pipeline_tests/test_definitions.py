@@ -9,6 +9,7 @@ from candlefire_pipeline.definitions import defs
 ASSETS = {
     "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks", "qdrant_chunks",
     "parity_report", "serving_backend", "shadow_parity", "store_maintenance",
+    "app_collection_adoption",
 }  # fmt: skip
 
 

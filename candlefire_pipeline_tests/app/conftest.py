@@ -35,7 +35,13 @@ def chroma_collection(app_deployment):
     client = chromadb.PersistentClient(
         str(settings.chroma_path), settings=ChromaSettings(anonymized_telemetry=False)
     )
-    return client.get_collection(settings.chroma_collection, embedding_function=None)
+    collection = client.get_collection(settings.chroma_collection, embedding_function=None)
+    count = collection.count()
+    probe = collection.query(query_embeddings=SeededEmbedder().embed(["ALS motor", "x"]),
+                             n_results=count, include=[])  # fmt: skip
+    # the premise of every comparison: Chroma's walk reaches every chunk (corpus.py)
+    assert [len(found) for found in probe["ids"]] == [count, count], "Chroma is not exact here"
+    return collection
 
 
 def mode_settings(settings, mode: str):

@@ -18,7 +18,9 @@ import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import chromadb
 import numpy as np
+from chromadb.config import Settings as ChromaSettings
 
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.operations.serving.state import PROMOTED, ServingState
@@ -124,6 +126,7 @@ def deploy(root: Path, pg_dsn: str, seed: int = 7, papers: int = 120, **ann) -> 
     )  # fmt: skip
     embedder = SeededEmbedder()
     documents, ids = [], {}
+    _exact_chroma_graph(settings)
     stores = [open_backend(name, settings) for name in ("chroma", "pgvector")]
     try:
         for operation, argument in write_sequence(seed, papers):
@@ -148,6 +151,21 @@ def deploy(root: Path, pg_dsn: str, seed: int = 7, papers: int = 120, **ann) -> 
     embedder.calls.clear()
     existing = [i for chunk_ids in ids.values() for i in chunk_ids]
     return Deployment(settings, embedder, documents, existing)
+
+
+def _exact_chroma_graph(settings: Settings) -> None:
+    """Create the collection before the store opens it (it keeps an existing one's graph
+    settings): the suites compare with Chroma as exact, and a graph built by several threads on
+    a loaded machine once left 1 of 225 chunks unreachable even at ef_search 2000 (CI). One
+    build thread and a dense graph make the walk reach every chunk, the same on every run."""
+    client = chromadb.PersistentClient(
+        str(settings.chroma_path), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+    hnsw = {"space": "cosine", "ef_search": settings.chroma_ef_search, "num_threads": 1,
+            "max_neighbors": 64, "ef_construction": 400}  # fmt: skip
+    client.get_or_create_collection(
+        settings.chroma_collection, configuration={"hnsw": hnsw}, embedding_function=None
+    )
 
 
 def promote_directly(settings: Settings, state: str = PROMOTED) -> None:

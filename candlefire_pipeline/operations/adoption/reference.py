@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
-from candlefire_pipeline.backends.chroma.app_collection import AppCollectionBackend
 from candlefire_pipeline.operations.adoption.manifest import import_state
 from candlefire_pipeline.operations.adoption.report import (
     AdoptionReport,
@@ -32,6 +32,9 @@ from candlefire_pipeline.operations.adoption.source import (
 from candlefire_pipeline.parity.conformance.lists import compare_lists
 from candlefire_pipeline.retrieval.retriever import Retrieval, Retriever
 from candlefire_pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from candlefire_pipeline.backends.chroma.app_collection import AppCollectionBackend
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +93,8 @@ class _app_backend:
         self.settings, self.model = settings, (embedder.model_id, embedder.dim)
 
     def __enter__(self) -> AppCollectionBackend:
+        from candlefire_pipeline.backends.chroma.app_collection import AppCollectionBackend
+
         app = self.settings.app_collection
         with AppCollection(app, self.settings.adoption_dir / "snapshots") as source:
             path = source.snapshot_path

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
 from candlefire_pipeline.backends.chroma.space import collection_space
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.fsutil import file_lock
@@ -148,6 +147,10 @@ class AppCollection:
             raise
 
     def _open(self) -> None:
+        # chromadb is imported here, not at module level: the gates read adoption_now() on the
+        # app's serving path, which must not pay for importing Chroma when pgvector serves.
+        from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
+
         if self.snapshot_path is not None:
             self._client = _open(lambda: open_client(self.snapshot_path, None), self.where)
         else:
