@@ -1,6 +1,7 @@
 """One measured operation in a fresh process (its peak RSS is its own); one JSON line.
 
 floor FOLDER: a bare paginated get of every row (documents, metadatas, embeddings) of a copy;
+add FOLDER: those pages added as they are to a new collection (Chroma's own write rate);
 report FOLDER DATA_DIR: `candlefire adopt report`'s build_report;
 import FOLDER DATA_DIR DSN TABLE: run_import into pgvector and Chroma.
 """
@@ -57,6 +58,32 @@ def floor(folder: str) -> dict:
     return {"rows": rows, "seconds": seconds}
 
 
+def add(folder: str) -> dict:
+    """The floor's pages, each added as it is to a new cosine collection beside it."""
+    with tempfile.TemporaryDirectory(prefix="adopt-add-") as scratch:
+        copy = Path(scratch) / "app"
+        shutil.copytree(folder, copy)
+        client = chromadb.PersistentClient(
+            str(copy), settings=ChromaSettings(anonymized_telemetry=False)
+        )
+        source = client.get_collection(COLLECTION, embedding_function=None)
+        target = client.create_collection("bare_add", configuration={"hnsw": {"space": "cosine"}},
+                                          embedding_function=None)  # fmt: skip
+        page, rows, seconds = client.get_max_batch_size(), 0, 0.0
+        while True:
+            got = source.get(limit=page, offset=rows,
+                             include=["documents", "metadatas", "embeddings"])  # fmt: skip
+            if not got["ids"]:
+                break
+            started = time.perf_counter()  # the add alone, not the read
+            target.add(ids=got["ids"], documents=got["documents"], metadatas=got["metadatas"],
+                       embeddings=got["embeddings"])  # fmt: skip
+            seconds += time.perf_counter() - started
+            rows += len(got["ids"])
+        client.close()
+    return {"rows": rows, "seconds": seconds}
+
+
 def report(folder: str, data_dir: str) -> dict:
     started = time.perf_counter()
     done, _ = build_report(settings(folder, data_dir), MODEL, emit=lambda line: None)
@@ -74,7 +101,7 @@ def imported(folder: str, data_dir: str, dsn: str, table: str) -> dict:
 
 def main(argv: list[str]) -> None:
     verb, *rest = argv
-    result = {"floor": floor, "report": report, "import": imported}[verb](*rest)
+    result = {"floor": floor, "add": add, "report": report, "import": imported}[verb](*rest)
     print(json.dumps({**result, "peak_rss": peak_rss()}))
 
 

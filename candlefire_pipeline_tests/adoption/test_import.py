@@ -70,8 +70,12 @@ def test_the_import_seeds_every_store_bit_for_bit_in_the_apps_order(deployed, tm
         "pgvector": len(result.manifest.keys),
         "chroma": len(result.manifest.keys),
     }
-    # 10 rows, A2's bare chunk written again with its section chunks (a later part, same place)
-    assert {f["rows_written"] for f in result.applied.values()} == {11}
+    # Chroma part by part: 10 rows, A2's bare chunk written again with its section chunks (a
+    # later part, same place); the empty pgvector table as one first build: each chunk once
+    assert {s: f["rows_written"] for s, f in result.applied.items()} == {
+        "chroma": 11,
+        "pgvector": 10,
+    }
     # the ledger holds exactly what the stores hold
     expected = expected_chunks(settings.batches_dir)
     assert diff_inventory(expected, {c: h for c, _, h, _ in held}).clean
@@ -123,7 +127,7 @@ import os, signal, sys
 from dataclasses import replace
 from pathlib import Path
 from candlefire_pipeline.embedding import embedder_for
-from candlefire_pipeline.operations.adoption import importer
+from candlefire_pipeline.operations.adoption import apply, importer
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.adoption import scenario
 from candlefire_pipeline_tests.adoption.app_indexer import app_rows
@@ -131,20 +135,24 @@ from candlefire_pipeline_tests.adoption.app_indexer import app_rows
 deployment = scenario.deployment(Path(sys.argv[1]), sys.argv[2])
 settings = replace(deployment.settings, pg_table=sys.argv[3],
                    app_collection=replace(deployment.settings.app_collection, part_rows=3))
-real, calls = importer.apply_batch, [0]
+from candlefire_pipeline.backends.pg import bulk
+where, at = sys.argv[4].split(":")
+module, name = {"chroma_part": (apply, "apply_batch"), "pg_copy": (bulk, "copy_rows")}[where]
+real, calls = getattr(module, name), [0]
 
 def dying(*args, **kwargs):
     calls[0] += 1
-    if calls[0] == int(sys.argv[4]):
+    if calls[0] == int(at):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(*args, **kwargs)
 
-importer.apply_batch = dying
+setattr(module, name, dying)
 importer.run_import(settings, embedder_for(settings, "bulk"))
 """
 
 
-@pytest.mark.parametrize("killed_at", [2, 5])
+#: a Chroma part applied (the second of four), the pgvector first build mid-COPY (its third part)
+@pytest.mark.parametrize("killed_at", ["chroma_part:2", "pg_copy:3"])
 def test_an_import_killed_midway_and_run_again_gives_the_same_tables(deployed, tmp_path, killed_at):
     settings = with_parts(deployed.settings, 3)
     crash_root = tmp_path / "crashed"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import psycopg
 import pyarrow as pa
@@ -214,13 +214,43 @@ class PgVectorBackend(PgReads):
 
     def _bulk_load(self, rows: pa.Table, dim: int, progress: RowProgress | None) -> None:
         """First full build, in the caller's transaction: bare table, COPY, then every index."""
-        log.info("bulk load of %d rows into empty %s", rows.num_rows, self.names.table)
+        self._build([rows], rows.num_rows, dim, progress)
+
+    def _build(self, parts: Iterable[pa.Table], total: int, dim: int,
+               progress: RowProgress | None) -> int:  # fmt: skip
+        log.info("bulk load of %d rows into empty %s", total, self.names.table)
         pg_bulk.strip_table(self.conn, self.names)
-        pg_bulk.copy_rows(self.conn, self.names, rows, freeze=True, progress=progress)
+        done = 0
+        for part in parts:
+            step = None if progress is None else (lambda n, base=done: progress(base + n))
+            pg_bulk.copy_rows(self.conn, self.names, part, freeze=True, progress=step)
+            done += part.num_rows
         pg_bulk.restore_primary_key(self.conn, self.names)
-        memory = pg_bulk.build_memory_mb(rows.num_rows, dim, self.layout.indexed_type)
+        memory = pg_bulk.build_memory_mb(done, dim, self.layout.indexed_type)
         pg_bulk.use_build_resources(self.conn, memory)
         self._create_indexes(dim)
+        return done
+
+    def load_empty(self, parts: Iterable[pa.Table], model: tuple[str, int], total: int,
+                   progress: RowProgress | None = None) -> int | None:  # fmt: skip
+        """Every part (validated store rows, each chunk once, in insertion order) into an empty
+        table as one first build: one transaction, one build of every index, memory of one part.
+        None, writing nothing, when the table holds rows (write them by replace_papers)."""
+        model_id, dim = model
+        with self.conn.transaction():
+            self._lock()
+            self._fix_model(model_id, dim)
+            ensure_insertion_order(self.conn, self.names)
+            stale = terms_upkeep.begin(self.conn, self.names)
+            if not self._is_empty():
+                return None
+            checked = (_of_model(common.validate_rows(part), model) for part in parts
+                       if part.num_rows)  # fmt: skip
+            done = self._build(checked, total, dim, progress)
+            report = terms_upkeep.clear_all(self.conn, self.names, "first build of the table")
+            report.cleared = report.cleared or stale
+        self._upkept(report)
+        return done
 
     def clear_term_cache(self, reason: str) -> None:
         """Forget every kept answer and mark the cache current again (after a load that wrote
@@ -313,3 +343,11 @@ class PgVectorBackend(PgReads):
         if not self._conn.closed:
             self.terms.flush()
         self._conn.close()
+
+
+def _of_model(rows: pa.Table, model: tuple[str, int]) -> pa.Table:
+    found = (common.rows_model(rows), common.rows_dim(rows))
+    if found != (model[0], int(model[1])):
+        raise ValueError(f"rows of {found[0]} ({found[1]}-dim) for a load of {model[0]} "
+                         f"({model[1]}-dim)")  # fmt: skip
+    return rows

@@ -21,7 +21,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.corpus.schema import (
     CHUNK_SCHEMA,
     DELETED_SCHEMA,
@@ -38,6 +37,7 @@ from candlefire_pipeline.corpus.schema import (
     embedding_schema,
     vector_column,
 )
+from candlefire_pipeline.operations.adoption.apply import apply_everywhere
 from candlefire_pipeline.operations.adoption.manifest import (
     ImportManifest,
     import_state,
@@ -49,8 +49,6 @@ from candlefire_pipeline.operations.adoption.mapping import reconstruct_paper
 from candlefire_pipeline.operations.adoption.report import AdoptionReport, build_report
 from candlefire_pipeline.operations.adoption.source import AdoptionError, discard_snapshot
 from candlefire_pipeline.operations.adoption.staging import Staging
-from candlefire_pipeline.operations.indexing import ApplySummary, apply_batch
-from candlefire_pipeline.operations.retirement.view import store_writes, written_stores
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -89,7 +87,7 @@ def run_import(
         publish_started = time.perf_counter()
         _publish(settings, manifest, staging, emit)
         apply_started = time.perf_counter()
-        applied = _apply_everywhere(settings, manifest, emit)
+        applied = apply_everywhere(settings, manifest, emit)
     except AdoptionError:
         discard_snapshot(settings.adoption_dir / "snapshots", report.fingerprint)
         raise
@@ -214,23 +212,3 @@ def _write_files(folder: Path, chunks, vectors, papers, manifest: ImportManifest
     (folder / PROVENANCE).write_text(json.dumps(provenance, indent=1))
     # papers last: its presence marks a complete batch
     pq.write_table(pa.Table.from_pylist(papers, schema=PAPER_SCHEMA), folder / "papers.parquet")
-
-
-def _apply_everywhere(settings: Settings, manifest: ImportManifest, emit) -> dict[str, dict]:
-    applied = {}
-    for store in written_stores(settings):
-        with store_writes(settings, store), opened_backend(store, settings) as backend:
-            summaries = []
-            for index, key in enumerate(manifest.keys):
-                summaries.append(apply_batch(backend, settings.batches_dir, key,
-                                             manifest.model_id, manifest.dim))  # fmt: skip
-                emit(f"import: {store} part {index + 1}/{len(manifest.keys)} applied")
-            applied[store] = _sum(summaries)
-    return applied
-
-
-def _sum(summaries: list[ApplySummary]) -> dict:
-    keys = ("rows_written", "papers_replaced", "papers_unchanged", "papers_superseded")
-    return {key: sum(asdict(s)[key] for s in summaries) for key in keys} | {
-        "seconds": sum(s.seconds for s in summaries)
-    }

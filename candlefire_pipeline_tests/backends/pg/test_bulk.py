@@ -135,3 +135,31 @@ def test_a_graph_spilling_out_of_memory_is_logged(make_backend, monkeypatch, cap
         )
     assert any("hnsw graph no longer fits" in r.getMessage() for r in caplog.records)
     assert store.count() == 3_000
+
+
+def _parts(pmids: list[str], dim: int = 8, model_id: str = "test"):
+    vectors = unit_vectors(len(pmids), dim, seed=len(pmids))
+    return [make_rows([chunk(p)], vectors[i : i + 1], model_id=model_id) for i, p in
+            enumerate(pmids)]  # fmt: skip
+
+
+def test_load_empty_writes_its_parts_in_order_as_one_build(make_backend):
+    store = make_backend("pgvector")
+    assert store.load_empty(iter(_parts(["P3", "P1", "P2"])), ("test", 8), 3) == 3
+    order = store.conn.execute(
+        sql.SQL("SELECT chunk_id FROM {t} ORDER BY seq").format(t=store.names.ident())
+    ).fetchall()
+    assert [r[0] for r in order] == ["P3", "P1", "P2"]  # the parts' order is the table's
+    layout = store.stored_layout()
+    assert layout is not None and layout.quantization != "unknown"  # the ANN index was built
+    # a table that holds rows is left alone: replace_papers writes it
+    assert store.load_empty(iter(_parts(["P9"])), ("test", 8), 1) is None
+    assert store.count() == 3 and not store.has_paper("P9")
+
+
+def test_load_empty_refuses_rows_of_another_model_and_writes_nothing(make_backend):
+    store = make_backend("pgvector")
+    parts = [*_parts(["P1"]), *_parts(["P2"], model_id="other")]
+    with pytest.raises(ValueError, match="rows of other"):
+        store.load_empty(iter(parts), ("test", 8), 2)
+    assert store.count() == 0  # one transaction: the first part was rolled back too
