@@ -7,19 +7,22 @@ from benchmarks.registry import Benchmark
 
 
 def app_options(parser) -> None:
-    options.size(parser, 62_196, quick=3_000, help="chunks of the latency workload")
+    options.sizes(parser, [62_196, 1_000_000], quick=[3_000, 6_000],
+                  help="scale corpus sizes, in chunks (the first one also runs Chroma, the "
+                  "reader and the threads)")  # fmt: skip
     options.requests(parser, 60, quick=4, help="requests, each answered on every arm")
-    options.option(parser, "--warmup", options.count, 3, quick=1,
-                   help="untimed requests on the collection arms first")  # fmt: skip
+    options.option(parser, "--threads", options.count, 8, quick=2,
+                   help="app threads sharing one collection")  # fmt: skip
 
 
 BENCHMARKS = (
     Benchmark(
         name="app",
-        summary="candle-fire's search path through open_collection() on pgvector vs the same"
-        " calls on Chroma at 62k chunks, ServingReader beside them: p50 / p95, calls, answers",
+        summary="candle-fire's search path through open_collection() from 62k to 1M chunks: warm"
+        " and cold p50 / p95, against Chroma's same calls and ServingReader at 62k, app threads,"
+        " answers against the exact referee",
         sections=("app",),
-        run="benchmarks.app.side_by_side:run",
+        run="benchmarks.app.run:run",
         add_options=app_options,
     ),
 )

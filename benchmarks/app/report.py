@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchmarks.app.agreement import Verdict, summary
+from benchmarks.app.agreement import summary
 from candlefire_pipeline.parity import metrics
 
-#: Issue #34: the search path through the collection on pgvector vs the same calls on Chroma.
-GOAL_RATIO = 10.0
+#: Issue 43: the search path through the collection vs Chroma's same calls (at least), vs
+#: ServingReader (at most), the 1M / 62k p95 growth warm and cold (at most), app threads.
+GOALS = {"vs_chroma": 50.0, "vs_reader": 2.0, "warm_growth": 1.5, "cold_growth": 4.0,
+         "threads": 10.0}  # fmt: skip
 
 
 def p50_p95(seconds: Sequence[float]) -> tuple[float, float]:
@@ -31,39 +33,21 @@ def calls_text(arm, n: int) -> str:
     return f"{sum(counts.values()):.1f} ({parts})"
 
 
-def ratio_line(slow, fast, label: str, goal: float | None = None) -> str:
-    """`slow` / `fast` at p50 and p95, total and without the embedder's time (against `goal`)."""
-    total = [s / f for s, f in zip(p50_p95(slow.seconds), p50_p95(fast.seconds), strict=True)]
-    bare = [s / f for s, f in zip(p50_p95(without_embedding(slow)),
-                                  p50_p95(without_embedding(fast)), strict=True)]  # fmt: skip
-    judged = "" if goal is None else (
-        f" (goal >= {goal:g}x at both: {'met' if min(total) >= goal else 'NOT met'})"
-    )  # fmt: skip
-    return (f"{label}: **{total[0]:.1f}x** at p50, **{total[1]:.1f}x** at p95{judged}; without"
-            f" the embedder's time {bare[0]:.1f}x / {bare[1]:.1f}x.")  # fmt: skip
+def answered_text(answered: dict[str, int]) -> str:
+    """The share of the collection's calls answered from kept entries."""
+    total = sum(answered.values())
+    if not total:
+        return "-"
+    kept = sum(n for how, n in answered.items() if how.startswith("kept"))
+    return f"{kept / total:.0%} of {total:,}"
 
 
-def markdown(arms: dict, verdicts: Sequence[Verdict], facts: dict, note: str) -> str:
-    n = facts["requests"]
-    pg, chroma, reader = arms.values()
+def _verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def arms_table(arms: dict, n: int) -> list[str]:
     lines = [
-        "## The app's search path: open_collection() on pgvector vs Chroma (issue 34)",
-        "",
-        f"candle-fire's search path written against the Collection API (`benchmarks/app/"
-        f"search_path.py`: `search`, `search_by_entities`, `search_by_keyword`, grounding in"
-        f" the corpus and in abstracts, `paper_texts_for_pmids`, `get_paper`) over"
-        f" {facts['size']:,} chunks (the retrieval latency workload: {n} SciFact claims, 12"
-        f" entity names and 3 codes each), the same chunks and vectors in a pgvector table and"
-        f" a persisted Chroma collection (ef_search {facts['chroma_ef_search']}, as candle-fire"
-        f" ships it; its embedding function embeds each `query`'s texts). Through"
-        f" `open_collection()` pgvector walks its HNSW index at ef_search"
-        f" {facts['pg_ef_search']} (the product's setting; a table of at most"
-        f" {facts['full_scan_rows']:,} rows is ranked exactly). `ServingReader.retrieve` answers"
-        f" the same requests on the same table after one untimed pass over them (its query-vector"
-        f" and term caches warm, as in an app that has run a while). The collection arms had"
-        f" {facts['warmup']} untimed request(s) first. One process, the arms interleaved request by"
-        " request in a rotating order; the real packaged query model on every arm.",
-        "",
         "| arm | p50 ms | p95 ms | p50 / p95 ms without embedding | calls per request |"
         " embedder calls per request | texts embedded per request |",
         "|---|---:|---:|---:|---|---:|---:|",
@@ -71,18 +55,89 @@ def markdown(arms: dict, verdicts: Sequence[Verdict], facts: dict, note: str) ->
     for arm in arms.values():
         (p50, p95), (b50, b95) = p50_p95(arm.seconds), p50_p95(without_embedding(arm))
         lines.append(
-            f"| {arm.name} | {p50:,.0f} | {p95:,.0f} | {b50:,.0f} / {b95:,.0f} |"
+            f"| {arm.name} | {p50:,.1f} | {p95:,.1f} | {b50:,.1f} / {b95:,.1f} |"
             f" {calls_text(arm, n)} | {arm.embedder_calls / n:.1f} | {arm.texts / n:.1f} |"
         )
-    lines += [
+    return lines
+
+
+def sizes_table(results: list[dict]) -> list[str]:
+    lines = [
+        "| chunks | warm p50 ms | warm p95 ms | cold p50 ms | cold p95 ms | calls from kept entries"
+        " (warm) | warm answers vs the exact referee |",
+        "|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in results:
+        (w50, w95), (c50, c95) = p50_p95(r["warm"].seconds), p50_p95(r["cold"].seconds)
+        lines.append(
+            f"| {r['size']:,} | {w50:,.1f} | {w95:,.1f} | {c50:,.1f} | {c95:,.1f} |"
+            f" {answered_text(r['warm'].answered)} |"
+            f" {summary(r['referee'], ('the referee', 'the collection'))} |"
+        )
+    return lines
+
+
+def markdown(results: list[dict], facts: dict, note: str) -> str:
+    first, last = results[0], results[-1]
+    n = first["requests"]
+    pg, chroma, reader = first["arms"].values()
+    vs_chroma = [c / p for c, p in zip(p50_p95(chroma.seconds), p50_p95(pg.seconds), strict=True)]
+    vs_reader = p50_p95(pg.seconds)[1] / p50_p95(reader.seconds)[1]
+    warm = p50_p95(last["warm"].seconds)[1] / p50_p95(first["warm"].seconds)[1]
+    cold = p50_p95(last["cold"].seconds)[1] / p50_p95(first["cold"].seconds)[1]
+    many = first["threads"][-1]
+    lines = [
+        "## The app's search path: open_collection() on pgvector vs Chroma, to 1M chunks"
+        " (issues 34, 43)",
         "",
-        ratio_line(chroma, pg, "Chroma / open_collection() on pgvector", GOAL_RATIO),
-        ratio_line(pg, reader, "open_collection() on pgvector / ServingReader (warm)"),
+        "candle-fire's search path written against the Collection API (`benchmarks/app/"
+        "search_path.py`: `search`, `search_by_entities`, `search_by_keyword`, grounding in the"
+        " corpus and in abstracts, `paper_texts_for_pmids`, `get_paper`: ~80 calls a request) on"
+        f" the scale corpus (the same {n} request texts at every size: a SciFact claim, 12 entity"
+        " names and 3 codes each). Warm: after an untimed pass over the name pool and one over"
+        " the requests (an app that has run a while); cold: names and codes never seen, on an"
+        " emptied term cache and a new collection (3 untimed cold requests first). pgvector walks"
+        f" its HNSW index at ef_search {facts['pg_ef_search']} for the unfiltered queries the"
+        " term cache does not keep (the semantic pool of 60). At the first size, the same calls on"
+        " the real Chroma collection (as candle-fire ships it: ef_search 100, its embedding"
+        " function embedding each `query`'s texts) and `ServingReader.retrieve` (warm) on the"
+        " same requests, the arms interleaved request by request in a rotating order; the real"
+        " packaged query model on every arm.",
         "",
-        "**Answers.** " + summary(verdicts, ("Chroma", "open_collection() on pgvector")) + " The"
-        " referee is the same table ranked exactly (every row); a list counts as the exact one"
-        " when it equals it but for tied rows.",
+        f"**{first['size']:,} chunks, warm:**",
+        "",
+        *arms_table(first["arms"], n),
+        "",
+        f"Chroma / open_collection(): **{vs_chroma[0]:.1f}x** at p50, **{vs_chroma[1]:.1f}x** at"
+        f" p95 (goal >= {GOALS['vs_chroma']:g}x: {_verdict(min(vs_chroma) >= GOALS['vs_chroma'])})."
+        f" open_collection() / ServingReader: **{vs_reader:.2f}x** at p95 (goal <="
+        f" {GOALS['vs_reader']:g}x: {_verdict(vs_reader <= GOALS['vs_reader'])}).",
+        "",
+        "**Answers.** " + summary(first["verdicts"], ("Chroma", "open_collection() on pgvector"))
+        + " The referee is the same table ranked exactly (every row); a list counts as the exact"
+        " one when it equals it but for tied rows.",
+        "",
+        "**The collection at each size:**",
+        "",
+        *sizes_table(results),
+        "",
+        f"{last['size']:,} / {first['size']:,} chunks: warm p95 **{warm:.2f}x** (goal <="
+        f" {GOALS['warm_growth']:g}x: {_verdict(warm <= GOALS['warm_growth'])}), cold p95"
+        f" **{cold:.2f}x** (goal <= {GOALS['cold_growth']:g}x:"
+        f" {_verdict(cold <= GOALS['cold_growth'])}).",
+        "",
+        f"**App threads** sharing one warm collection at {first['size']:,} chunks on this"
+        " machine's 2 cores: " + ", ".join(
+            f"{t['threads']} thread{'s' if t['threads'] > 1 else ''} {t['per_second']:.1f}"
+            f" requests/s" for t in first["threads"])
+        + f" (goal >= {GOALS['threads']:g} with {many['threads']}:"
+        f" {_verdict(many['per_second'] >= GOALS['threads'])}).",
         "",
         note,
-    ]
+        "",
+        f"app-path 62k: vs Chroma {vs_chroma[0]:.1f}x p50, {vs_chroma[1]:.1f}x p95;"
+        f" vs ServingReader {vs_reader:.2f}x p95",
+        f"app-path 1M: warm p95 {warm:.2f}x of 62k, cold p95 {cold:.2f}x of 62k",
+        f"app-path threads: {many['per_second']:.1f} requests/s with {many['threads']} threads",
+    ]  # fmt: skip
     return "\n".join(lines)

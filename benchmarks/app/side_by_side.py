@@ -1,13 +1,13 @@
-"""candle-fire's search path at 62,196 chunks through `open_collection()` on pgvector vs the same
-calls on the real Chroma collection (as candle-fire ships it: a persisted folder, ef_search 100,
-its embedding function embedding each query's texts), and beside them `ServingReader.retrieve`
-on the same requests, warm (after one untimed pass over them, as an app that has run a while).
+"""candle-fire's search path through `open_collection()` on pgvector vs the same calls on the real
+Chroma collection (as candle-fire ships it: a persisted folder, ef_search 100, its embedding
+function embedding each query's texts), and beside them `ServingReader.retrieve` on the same
+requests. The collection and the reader are warm (an untimed pass over the name pool and one
+over the measured requests first, as an app that has run a while); Chroma had 3 untimed requests.
 
 One process, the three arms interleaved request by request (the order rotating), so drift and
 other work on the machine fall on all three alike. The two collection arms' answers are compared
 request by request, with an exact pgvector collection (every row ranked) as the referee for
-stages whose members differ (agreement.py). The stores are the retrieval latency workload's,
-cached under data/bench_retrieval (built on first use).
+stages whose members differ (agreement.py).
 """
 
 from __future__ import annotations
@@ -15,31 +15,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from benchmarks.app import search_path
 from benchmarks.app.agreement import Verdict, verdict
 from benchmarks.app.counting import CountingCalls, CountingEmbedder, open_chroma_collection
-from benchmarks.app.report import markdown
-from benchmarks.common.data import LATENCY_CHUNKS, bench_dir
-from benchmarks.common.machine_load import LoadMonitor
-from benchmarks.common.requests import Request, latency_workload
-from benchmarks.common.stores import (
-    chroma_store_path,
-    embedded_postgres,
-    ensure_indexes,
-    load,
-    open_store,
-    scratch_dir,
-    serving_deployment,
-    sized_label,
-)
+from benchmarks.app.scaled import exact_settings
+from benchmarks.common.requests import Request
 from candlefire_pipeline.app import open_collection
-from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.reader import ServingReader
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
+#: Untimed requests on Chroma first: its connection and the load of its index.
+CHROMA_WARMUP = 3
 COLLECTION_PG = "open_collection() on pgvector"
 CHROMA, READER = "Chroma collection", "ServingReader"
 ARMS = (COLLECTION_PG, CHROMA, READER)
@@ -59,6 +49,8 @@ class Arm:
     call_counts: dict[str, int] = field(default_factory=dict)
     embedder_calls: int = 0
     texts: int = 0
+    #: how the serving store answered the timed calls (app/pg_store.py), for the collection
+    answered: dict[str, int] = field(default_factory=dict)
 
     def timed(self, request: Request) -> None:
         calls, texts, spent = self.embedder.calls, self.embedder.texts, self.embedder.seconds
@@ -85,23 +77,18 @@ def search_answer(collection) -> Callable[[Request], search_path.Answer]:
     return lambda r: search_path.answer(collection, r.query, list(r.entities), list(r.terms))
 
 
-def exact_settings(settings: Settings, size: int) -> Settings:
-    """The same deployment, pgvector ranking every row (no HNSW walk): the referee."""
-    return replace(settings, pg_ann=replace(settings.pg_ann, full_scan_rows=size + 1))
-
-
-def measure(settings: Settings, embedder, requests: list[Request], warmup: int,
-            size: int) -> tuple[dict[str, Arm], list[Verdict]]:  # fmt: skip
+def measure(
+    settings: Settings, embedder, warm_pass: list[Request], requests: list[Request],
+    chroma: tuple[Path, str], size: int,
+) -> tuple[dict[str, Arm], list[Verdict]]:  # fmt: skip
     """Every request on each arm, interleaved; the collection arms' answers compared."""
-    settings = replace(settings, shadow=replace(settings.shadow, rate=0.0))
     counting = {name: CountingEmbedder(embedder) for name in ARMS}
     served = open_collection(settings, counting[COLLECTION_PG])
-    client, chroma = open_chroma_collection(chroma_store_path(), settings.chroma_collection,
-                                            counting[CHROMA])  # fmt: skip
+    client, chroma_collection = open_chroma_collection(*chroma, counting[CHROMA])
     reader = ServingReader(settings, counting[READER])
     referee = open_collection(exact_settings(settings, size), embedder)
     try:
-        pg_calls, chroma_calls = CountingCalls(served), CountingCalls(chroma)
+        pg_calls, chroma_calls = CountingCalls(served), CountingCalls(chroma_collection)
         arms = {
             COLLECTION_PG: Arm(COLLECTION_PG, search_answer(pg_calls), counting[COLLECTION_PG],
                                pg_calls),
@@ -109,18 +96,22 @@ def measure(settings: Settings, embedder, requests: list[Request], warmup: int,
             READER: Arm(READER, lambda r: reader.retrieve(r.query, r.entities, r.terms),
                         counting[READER]),
         }  # fmt: skip
-        for request in requests[:warmup]:  # connections, Chroma's index load, first embeds
-            arms[COLLECTION_PG].answer(request)
+        for request in requests[:CHROMA_WARMUP]:  # Chroma's connection and index load
             arms[CHROMA].answer(request)
-        for request in requests:  # the app that has run a while: its caches hold these
+        for request in [*warm_pass, *requests]:  # the app that has run a while
+            arms[COLLECTION_PG].answer(request)
             arms[READER].answer(request)
+        _reset_counts(arms)
         if served.target is None or served.target.backend != "pgvector":
             raise RuntimeError(f"the collection read {served.target}, not pgvector")
+        answered = served.answered
         for i, request in enumerate(requests):
             for name in rotated(ARMS, i):
                 arms[name].timed(request)
             log.info("request %d of %d: %s", i + 1, len(requests),
                      ", ".join(f"{n} {arms[n].seconds[-1]:.2f} s" for n in ARMS))  # fmt: skip
+        arms[COLLECTION_PG].answered = {k: v - answered.get(k, 0)
+                                        for k, v in served.answered.items()}  # fmt: skip
         exact = [search_answer(referee)(r) for r in requests]
     finally:
         for closing in (served.close, client.close, reader.close, referee.close):
@@ -130,40 +121,11 @@ def measure(settings: Settings, embedder, requests: list[Request], warmup: int,
     return arms, verdicts
 
 
-def chroma_ef_search(settings: Settings) -> int | None:
-    """The hnsw ef_search the Chroma collection is configured with (what its queries use)."""
-    client, chroma = open_chroma_collection(chroma_store_path(), settings.chroma_collection, None)
-    try:
-        return (chroma.collection.configuration_json.get("hnsw") or {}).get("ef_search")
-    finally:
-        client.close()
-
-
-def prepared(dsn: str, label: str, work, embedder) -> None:
-    """The workload in both stores (reused when they hold it); pgvector's term cache cold."""
-    for name in ("pgvector", "chroma"):
-        store = open_store(name, dsn, label)
-        try:
-            load(store, work.rows, embedder.model_id, embedder.dim)
-            if name == "pgvector":
-                ensure_indexes(store)
-                store.clear_term_cache("the app benchmark's reader starts cold")
-        finally:
-            store.close()
-
-
-def run(args, out) -> None:
-    embedder = embedder_for(Settings.from_env(), "query")
-    work = latency_workload(embedder, args.size)
-    label = sized_label("latency", args.size, LATENCY_CHUNKS)
-    requests = work.requests(args.requests)
-    with embedded_postgres() as dsn, scratch_dir("bench-app-") as app_dir:
-        prepared(dsn, label, work, embedder)
-        settings = serving_deployment(dsn, label, "pgvector", app_dir)
-        with LoadMonitor(markers=[bench_dir()]) as monitor:
-            arms, verdicts = measure(settings, embedder, requests, args.warmup, args.size)
-        ef = chroma_ef_search(settings)
-    facts = {"size": work.rows.num_rows, "requests": len(requests), "warmup": args.warmup,
-             "chroma_ef_search": ef, "pg_ef_search": settings.hnsw_ef_search,
-             "full_scan_rows": settings.pg_ann.full_scan_rows}  # fmt: skip
-    out.section("app", markdown(arms, verdicts, facts, monitor.note()))
+def _reset_counts(arms: dict[str, Arm]) -> None:
+    """Forget what the untimed passes counted (the calls and embeddings per request)."""
+    for arm in arms.values():
+        arm.answers.clear()
+        arm.call_counts.clear()
+        arm.embedder_calls = arm.texts = 0
+        if arm.calls is not None:
+            arm.calls.calls = dict.fromkeys(arm.calls.calls, 0)

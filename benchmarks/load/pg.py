@@ -95,7 +95,8 @@ class TimedIndexBackend(PgVectorBackend):
             return
         for statement in self._index_statements(dim):
             text = statement.as_string(self.conn)
-            kind = "HNSW" if "hnsw" in text else "trigram GIN" if "gin" in text else "btree"
+            kind = ("HNSW" if "hnsw" in text else "trigram GIN" if "gin" in text
+                    else "seq btree" if text.endswith("(\"seq\")") else "btree")  # fmt: skip
             started = time.perf_counter()
             self.conn.execute(statement)
             self.index_seconds[kind] = time.perf_counter() - started  # last = the bulk build

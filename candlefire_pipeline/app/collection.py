@@ -87,6 +87,12 @@ class ServingCollection(FollowsSwitch):
         """The (backend, generation) the last call read (None before the first)."""
         return self._follower.target
 
+    @property
+    def answered(self) -> dict[str, int]:
+        """How the serving store answered this collection's calls (pgvector: "kept" from the
+        term cache, "kept after computing", "sql"; {} for Chroma or before the first call)."""
+        return dict(getattr(self._follower.served, "answered", {}))
+
     def count(self) -> int:
         store, _ = self._follower.current()
         return store.count()

@@ -17,6 +17,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from candlefire_pipeline.app.filters import Contains, Field, Logical
+from candlefire_pipeline.app.results import Row
 from candlefire_pipeline.backends.chroma.metadata import META_KEYS
 from candlefire_pipeline.backends.common import like_pattern
 from candlefire_pipeline.backends.pg.layout import Layout
@@ -110,6 +111,15 @@ def row_columns(embeddings: bool) -> sql.Composable:
 
 
 ROW_WIDTH = 2 + len(META_KEYS) + 1  # before the optional vector
+
+
+def row_of(record, distance: float | None = None) -> Row:
+    """A result row from (chunk_id, document, metadata..., seq[, vector])."""
+    chunk_id, document, *values = record[:ROW_WIDTH]
+    kept = zip(META_KEYS, values[: len(META_KEYS)], strict=True)
+    metadata = {key: value for key, value in kept if value is not None}  # Chroma keeps no None
+    vector = record[ROW_WIDTH].to_numpy() if len(record) > ROW_WIDTH else None  # pgvector Vector
+    return Row(chunk_id, document, metadata, distance, vector)
 
 
 def get_statement(names: Names, condition: tuple, document: bool, limit, offset: int,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from candlefire_pipeline.backends.factory import pg_ann_params, resolve_dsn
+from candlefire_pipeline.backends.factory import pg_ann_params, pg_cache_params, resolve_dsn
 from candlefire_pipeline.operations.serving.state import Target
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CHROMA, PGVECTOR
@@ -15,7 +15,8 @@ def open_store(target: Target, settings: Settings, embedder):
         from candlefire_pipeline.app.pg_store import PgCollectionStore
 
         return PgCollectionStore(resolve_dsn(settings), settings.pg_table,
-                                 pg_ann_params(settings), embedder)  # fmt: skip
+                                 pg_ann_params(settings), embedder,
+                                 pg_cache_params(settings))  # fmt: skip
     if target.backend == CHROMA:
         from candlefire_pipeline.app.chroma_store import ChromaCollectionStore
 

@@ -167,7 +167,7 @@ def test_bad_input_is_refused_with_what_was_wrong(probe, capsys, argv, said):
         (["shadow", "--scenarios", "8:idle:qdrant"], "served store one of pgvector, chroma"),
         (["churn", "--share", "1.5"], "1.5 is more than all the papers"),
         (["generations", "--new", "halfvec,fp16"], "unknown fp16: choose from halfvec, int8"),
-        (["app", "--warmup", "-1"], "-1 is not a positive number"),
+        (["app", "--threads", "-1"], "-1 is not a positive number"),
         (["unretire", "--passed-over", "0"], "0 is not a positive number"),
     ],
 )

@@ -131,8 +131,10 @@ def load_table(dsn: str, embedder, size: int, memory: ServerMemory) -> tuple[Sca
         _timed(build, "primary key", lambda: pg_bulk.restore_primary_key(conn, names))
         # as a first build of the default layout sizes it (pg_bulk.build_memory_mb)
         pg_bulk.use_build_resources(conn, pg_bulk.build_memory_mb(size, embedder.dim, "vector"))
-        btree, trigram, _ = pg_ddl.create_indexes(names, store.hnsw_m, store.hnsw_ef_construction)
-        _timed(build, "btree", lambda: conn.execute(btree))
+        btree, trigram, _, seq = pg_ddl.create_indexes(
+            names, store.hnsw_m, store.hnsw_ef_construction
+        )
+        _timed(build, "btree", lambda: (conn.execute(btree), conn.execute(seq)))
         _timed(build, "trigram GIN", lambda: conn.execute(trigram))
         build.peak_memory["indexes"] = memory.phase_peak()
     conn.execute(sql.SQL("ANALYZE {}").format(names.ident()))
@@ -162,8 +164,8 @@ def build_ann(dsn: str, size: int, layout: str, memory: ServerMemory) -> PgBuild
     dim = int(conn.execute(sql.SQL("SELECT dim FROM {}").format(names.meta)).fetchone()[0])
     shape = Layout.of(LAYOUTS[layout])
     statement = pg_ddl.create_indexes(names, store.hnsw_m, store.hnsw_ef_construction, shape, dim)[
-        -1
-    ]
+        2
+    ]  # the HNSW index
     memory_mb = pg_bulk.build_memory_mb(size, dim, shape.indexed_type)
     memory.phase_peak()
     with conn.transaction():

@@ -49,7 +49,8 @@ def create_indexes(
     layout: Layout = PLAIN,
     dim: int = 0,
 ) -> list[sql.Composed]:
-    """Secondary indexes: btree (pmid, chunk_index), trigram GIN, HNSW (cosine or Hamming)."""
+    """Secondary indexes: btree (pmid, chunk_index), trigram GIN, HNSW (cosine or Hamming),
+    btree (seq)."""
     return [
         # (pmid, chunk_index) also serves every lookup by pmid alone: no separate pmid index.
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (pmid, chunk_index)").format(
@@ -69,6 +70,7 @@ def create_indexes(
             m=sql.Literal(int(m)),
             ef=sql.Literal(int(ef_construction)),
         ),
+        seq_index(names),
     ]
 
 
@@ -77,8 +79,22 @@ def drop_indexes(names: Names) -> list[sql.Composed]:
     kept, it would be written row by row during the COPY)."""
     return [
         sql.SQL("DROP INDEX IF EXISTS {i}").format(i=i)
-        for i in (names.hnsw, names.trgm, names.btree, *phrase.all_index_names(names))
+        for i in (
+            names.hnsw,
+            names.trgm,
+            names.btree,
+            names.seq_order,
+            *phrase.all_index_names(names),
+        )
     ]
+
+
+def seq_index(names: Names) -> sql.Composed:
+    """Insertion order as an index: `get` in Chroma's order walks it instead of sorting the
+    table, and the app's grounding in an abstract stops at the first holder (app/pg_terms.py)."""
+    return sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({c})").format(
+        i=names.seq_order, t=names.ident(), c=sql.Identifier(SEQ_COLUMN)
+    )
 
 
 def copy_into(names: Names, freeze: bool = False) -> sql.Composed:

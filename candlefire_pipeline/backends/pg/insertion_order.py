@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
-from candlefire_pipeline.backends.pg.ddl import seq_column
+from candlefire_pipeline.backends.pg.ddl import seq_column, seq_index
 from candlefire_pipeline.backends.pg.sql import SEQ_COLUMN, Names
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,8 @@ SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%(t)s)
                AND attname = %(c)s AND NOT attisdropped),
        (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass(%(t)s)
         AND tgname = ANY(%(g)s)),
-       (SELECT count(*) FROM pg_proc WHERE proname = ANY(%(f)s))
+       (SELECT count(*) FROM pg_proc WHERE proname = ANY(%(f)s)),
+       to_regclass(%(i)s) IS NOT NULL
 """
 
 
@@ -84,19 +85,29 @@ def has_insertion_order(conn: psycopg.Connection, names: Names) -> bool:
     return bool(_state(conn, names)[0])
 
 
-def _state(conn: psycopg.Connection, names: Names) -> tuple[bool, int, int]:
-    table = names.ident().as_string(conn)
+def has_seq_index(conn: psycopg.Connection, names: Names) -> bool:
+    """Whether insertion order is indexed (the writer adds the index on its next write)."""
+    return bool(_state(conn, names)[3])
+
+
+def _state(conn: psycopg.Connection, names: Names) -> tuple[bool, int, int, bool]:
+    table, index = names.ident().as_string(conn), names.seq_order.as_string(conn)
     row = conn.execute(
-        STATE_QUERY, {"t": table, "c": COLUMN, "g": list(TRIGGERS), "f": [CARRY, KEEP]}
+        STATE_QUERY,
+        {"t": table, "c": COLUMN, "g": list(TRIGGERS), "f": [CARRY, KEEP], "i": index},
     ).fetchone()
-    return bool(row[0]), int(row[1]), int(row[2])
+    return bool(row[0]), int(row[1]), int(row[2]), bool(row[3])
 
 
 def ensure_insertion_order(conn: psycopg.Connection, names: Names) -> None:
-    """Give an existing table the seq column and its triggers (in the caller's transaction)."""
-    has_column, triggers, functions = _state(conn, names)
+    """Give an existing table the seq column, its triggers and its index (in the caller's
+    transaction)."""
+    has_column, triggers, functions, indexed = _state(conn, names)
     if not has_column:
         _add_column(conn, names)
+    if not indexed:
+        log.info("%s: indexing its insertion order", names.table)
+        conn.execute(seq_index(names))
     if functions < 2:
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [FUNCTIONS_LOCK])
         conn.execute(CARRY_FUNCTION)

@@ -53,6 +53,7 @@ class Names:
     btree = _Suffixed("_pmid_chunk")
     hnsw = _Suffixed("_embedding_hnsw")
     trgm = _Suffixed("_document_trgm")
+    seq_order = _Suffixed("_seq")
 
     @property
     def lock_key(self) -> str:

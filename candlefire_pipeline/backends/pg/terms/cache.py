@@ -91,7 +91,8 @@ class TermCache:
         self._denied = False  # the role may not read the cache table
 
     # keys -----------------------------------------------------------------------------------
-    def _key(self, kind: str) -> Key:
+    def key(self, kind: str) -> Key:
+        """What this cache keeps `kind` entries under (its recipe: how they are made)."""
         model_id = self.store.model()[0]
         if kind == KEYWORD:
             recipe = f"{self.store.substring_mode};walk={self.params.keyword_walk}"
@@ -104,7 +105,7 @@ class TermCache:
             return [None] * len(texts)
         listed = None if vectors is None else list(vectors)
         try:
-            return lookup(self.store.conn, self.store.names, self._key(kind), texts, n, listed)
+            return lookup(self.store.conn, self.store.names, self.key(kind), texts, n, listed)
         except psycopg.errors.UndefinedTable:  # the store was reset by another process
             self.forget_schema()
         except psycopg.errors.InsufficientPrivilege as exc:
@@ -222,7 +223,7 @@ class TermCache:
             self.stats.not_kept += len(entries)
             return
         try:
-            kept = keep.keep(store.conn, store.names, self._key(kind), entries, version,
+            kept = keep.keep(store.conn, store.names, self.key(kind), entries, version,
                              self.params.max_entries)  # fmt: skip
         except keep.ReadOnlyCache as exc:
             self._writable = False

@@ -1,0 +1,206 @@
+"""candle-fire's per-term calls answered from the term cache (app/pg_terms.py): the same answers
+as the SQL path, served from kept entries once warm, and still Chroma's answers after drops that
+add a holder, delete one and replace a paper, after a count() and across a rollback."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import chromadb
+import numpy as np
+import pytest
+from chromadb.config import Settings as ChromaSettings
+
+from benchmarks.app import search_path as app
+from candlefire_pipeline.app import pg_terms
+from candlefire_pipeline.app.collection import ServingCollection
+from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.operations.serving.state import PINNED
+from candlefire_pipeline_tests.app.conftest import mode_settings
+from candlefire_pipeline_tests.app.corpus import (
+    ENTITIES,
+    TWIN_TEXT,
+    WORDS,
+    SeededEmbedder,
+    deploy,
+    promote_directly,
+)
+from candlefire_pipeline_tests.app.differential import Tally, same_answer
+from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
+
+#: Requests of candle-fire's search path: a text, entity names, keyword terms.
+REQUESTS = [
+    (TWIN_TEXT, ["SOD1", "riluzole"], ["TDP-43", "SPG302"]),
+    ("motor neuron survival in mice", ["C9orf72", "FUS"], ["G93A", "ALSFRS-R", "x_y%z"]),
+    ("edaravone trial cohort", list(ENTITIES), ["SPG 302", "NfL", "Größe", "absent-term-42"]),
+]
+ROWS = ["documents", "metadatas", "distances"]
+
+
+def answers(collection) -> list:
+    return [app.answer(collection, text, entities, terms) for text, entities, terms in REQUESTS]
+
+
+def uncached(settings):
+    return replace(settings, term_cache=replace(settings.term_cache, enabled=False))
+
+
+@pytest.mark.parametrize("mode", ["pgvector-exact", "pgvector-hnsw"])
+def test_kept_entries_answer_as_the_sql_path_does(app_deployment, mode):
+    settings = mode_settings(app_deployment.settings, mode)
+    with ServingCollection(uncached(settings), SeededEmbedder()) as computed:
+        expected = answers(computed)
+        assert computed.answered == {"sql": computed.answered["sql"]}  # the cache is off
+    with ServingCollection(settings, SeededEmbedder()) as cached:
+        first, warm_from = answers(cached), cached.answered
+        second = answers(cached)
+        after = cached.answered
+    assert first == expected and second == expected
+    # the second pass reads kept entries: only the semantic query and the paper gets remain SQL
+    kept = after.get("kept", 0) - warm_from.get("kept", 0)
+    sql = after.get("sql", 0) - warm_from.get("sql", 0)
+    assert kept > 3 * sql and after.get("kept after computing", 0) == warm_from.get(
+        "kept after computing", 0
+    )
+
+
+@pytest.fixture
+def changing(tmp_path, pg_dsn):
+    """A small deployment of its own (this test writes to it) and its real Chroma collection."""
+    deployment = deploy(tmp_path, pg_dsn, seed=11, papers=40)
+    client = chromadb.PersistentClient(
+        str(deployment.settings.chroma_path), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+    chroma = client.get_collection(deployment.settings.chroma_collection, embedding_function=None)
+    yield deployment, chroma
+    client.close()
+    with opened_backend("pgvector", deployment.settings) as store:
+        store.reset()
+
+
+def _calls(variants: list[str]) -> list[tuple[str, dict]]:
+    calls = [("count", {})]
+    for v in variants:
+        calls += [
+            ("query", {"query_texts": [v], "n_results": 10, "include": ROWS,
+                       "where_document": {"$contains": v}}),
+            ("query", {"query_texts": [v], "n_results": 1, "include": ["metadatas"],
+                       "where_document": {"$contains": v}}),
+            ("get", {"where": {"chunk_index": {"$eq": 0}}, "where_document": {"$contains": v},
+                     "limit": 1, "include": ["metadatas"]}),
+            ("query", {"query_texts": [v], "n_results": 10, "include": ROWS}),
+        ]  # fmt: skip
+    return calls
+
+
+def _compare(collection, chroma, embedder, calls, tally: Tally, where: str) -> None:
+    for kind, kwargs in calls:
+        got = getattr(collection, kind)(**kwargs)
+        if kind == "count":
+            assert got == chroma.count(), f"{where}: count"
+            continue
+        asked = dict(kwargs)
+        if kind == "query":
+            asked["query_embeddings"] = embedder.embed(asked.pop("query_texts"))
+        expected = getattr(chroma, kind)(**asked)
+        same_answer(expected, got, kind, tally, f"{where}: {kind} {kwargs}")
+
+
+def _write(settings, embedder, chunks=None, deleted=None) -> None:
+    for name in ("chroma", "pgvector"):
+        with opened_backend(name, settings) as store:
+            if chunks:
+                vectors = embedder.embed([c["document"] for c in chunks])
+                store.replace_papers(
+                    make_rows(
+                        chunks, np.asarray(vectors), model_id=embedder.model_id, dim=embedder.dim
+                    )
+                )
+            if deleted:
+                store.delete_papers(deleted)
+
+
+def _holders(chroma, variant: str) -> list[dict]:
+    return chroma.get(where_document={"$contains": variant}, include=["metadatas"])["metadatas"]
+
+
+def test_drops_between_calls_keep_every_answer_chromas(changing):
+    deployment, chroma = changing
+    settings, embedder = deployment.settings, SeededEmbedder()
+    variants = ["SOD1", "riluzole", "TDP-43", "ALS", "Größe", "never-held"]
+    tally = Tally()
+    with ServingCollection(settings, embedder) as collection:
+        _compare(collection, chroma, embedder, _calls(variants), tally, "before")
+        _compare(collection, chroma, embedder, _calls(variants), tally, "warm")
+        kept_before = collection.answered.get("kept", 0)
+        # a new paper holding SOD1 (an abstract), so a new holder and abstract holder
+        _write(settings, embedder, [chunk("90001", document="SOD1 new holder riluzole",
+                                          paper_hash="p-90001")])  # fmt: skip
+        _compare(collection, chroma, embedder, _calls(variants), tally, "holder added")
+        # delete every paper holding riluzole but one; replace a TDP-43 holder's text
+        riluzole = sorted({m["pmid"] for m in _holders(chroma, "riluzole")})
+        _write(settings, embedder, deleted=riluzole[1:])
+        _compare(collection, chroma, embedder, _calls(variants), tally, "holders deleted")
+        tdp = _holders(chroma, "TDP-43")[0]
+        _write(settings, embedder, [chunk(tdp["pmid"], document="now about FUS only",
+                                          paper_hash="p-replaced")])  # fmt: skip
+        _compare(collection, chroma, embedder, _calls(variants), tally, "paper replaced")
+        # the writes kept the entries exact: read from them, not computed again
+        assert collection.answered["kept"] > kept_before + 3 * len(variants)
+    assert tally.nonempty > 20
+
+
+def test_a_rollback_between_two_calls_moves_the_next_call(changing):
+    deployment, chroma = changing
+    settings, embedder = deployment.settings, SeededEmbedder()
+    call = {"query_texts": ["SOD1"], "n_results": 5, "include": ROWS,
+            "where_document": {"$contains": "SOD1"}}  # fmt: skip
+    tally = Tally()
+    with ServingCollection(settings, embedder) as collection:
+        _compare(collection, chroma, embedder, [("query", call)], tally, "pgvector")
+        assert collection.target.backend == "pgvector"
+        promote_directly(settings, PINNED)  # `candlefire rollback` between two calls
+        _compare(collection, chroma, embedder, [("query", call), ("count", {})], tally, "rolled")
+        assert collection.target.backend == "chroma" and collection.answered == {}
+        promote_directly(settings)
+        _compare(collection, chroma, embedder, [("query", call)], tally, "promoted again")
+        assert collection.target.backend == "pgvector"
+
+
+def test_a_tie_at_the_cut_is_answered_in_insertion_order(changing):
+    """TWIN_TEXT repeats word for word: equal distances. Twins written last with the smallest
+    ids make the entries' order (distance, id) differ from the collection's (distance, insertion
+    order), and a cut at every n falls inside the tie."""
+    deployment, _ = changing
+    settings, embedder = deployment.settings, SeededEmbedder()
+    twins = [chunk(pmid, document=TWIN_TEXT, paper_hash=f"p-{pmid}") for pmid in ("00001", "00002")]
+    _write(settings, embedder, twins)
+    with (ServingCollection(uncached(settings), SeededEmbedder()) as computed,
+          ServingCollection(settings, SeededEmbedder()) as cached):  # fmt: skip
+        for text, where_document in ((TWIN_TEXT, None), ("riluzole", {"$contains": "riluzole"})):
+            for n in (1, 2, 3, 5, 8):
+                call = {"query_texts": [text], "n_results": n, "include": ROWS,
+                        "where_document": where_document}  # fmt: skip
+                for _ in range(2):  # computed and kept, then read
+                    assert cached.query(**call) == computed.query(**call), (text, n)
+        assert cached.answered["kept"] > 0
+
+
+@pytest.mark.parametrize("walked_rows", [pg_terms.WALKED_ROWS, 1])
+def test_every_word_grounds_in_an_abstract_as_the_sql_path_does(app_deployment, monkeypatch,
+                                                                walked_rows):  # fmt: skip
+    """Every word of the corpus, rare (a list holding every holder) or common (held by more
+    chunks than an entry keeps: walked along the seq index; walking 1 row, collected)."""
+    monkeypatch.setattr(pg_terms, "WALKED_ROWS", walked_rows)
+    settings = app_deployment.settings
+    calls = [{"where": {"chunk_index": {"$eq": 0}}, "where_document": {"$contains": word},
+              "limit": 1, "include": ["metadatas", "documents"]}
+             for word in (*WORDS, "absent-word-7", "motor neuron")]  # fmt: skip
+    with (ServingCollection(uncached(settings), SeededEmbedder()) as computed,
+          ServingCollection(settings, SeededEmbedder()) as cached):  # fmt: skip
+        for call in calls:
+            expected = computed.get(**call)
+            assert cached.get(**call) == expected == cached.get(**call), call
+        answered = cached.answered
+    assert answered.get("kept, walked", 0) and answered.get("kept", 0)
+    assert answered.get("sql", 0) == 0
