@@ -204,3 +204,19 @@ def test_every_word_grounds_in_an_abstract_as_the_sql_path_does(app_deployment, 
         answered = cached.answered
     assert answered.get("kept, walked", 0) and answered.get("kept", 0)
     assert answered.get("sql", 0) == 0
+
+
+def test_count_is_read_again_after_any_write_even_one_that_bypassed_the_store(changing):
+    deployment, chroma = changing
+    settings = deployment.settings
+    with ServingCollection(settings, SeededEmbedder()) as collection:
+        first = collection.count()
+        assert first == chroma.count() == collection.count()  # the second from the kept count
+        with opened_backend("pgvector", settings) as store:  # a manual DELETE, not the store's
+            gone = store.conn.execute(
+                f"DELETE FROM {store.names.table} WHERE chunk_id IN (SELECT chunk_id FROM "
+                f"{store.names.table} ORDER BY seq LIMIT 3)"
+            ).rowcount
+        assert gone == 3 and collection.count() == first - 3
+        _write(settings, SeededEmbedder(), [chunk("90009", paper_hash="p-90009")])
+        assert collection.count() == first - 2

@@ -42,6 +42,7 @@ def test_bulk_first_load_rebuilds_indexes_and_matches_incremental(make_backend):
     expected = {
         f"{bulk.names.table}_pkey", f"{bulk.names.table}_pmid_chunk",
         f"{bulk.names.table}_document_trgm", f"{bulk.names.table}_embedding_hnsw",
+        f"{bulk.names.table}_seq",
     }  # fmt: skip
     assert index_names(bulk) == expected
     query = unit_vectors(2, DIM, seed=6)

@@ -110,8 +110,10 @@ def test_a_table_from_before_gets_the_column_on_the_next_write(make_backend):
     store.replace_papers(rows_of([*paper("1", 2, 0), *paper("2", 0, 0), *paper("3", 0, 0)], 0))
     drop_insertion_order(store)
     assert not insertion_order.has_insertion_order(store.conn, store.names)
+    assert not insertion_order.has_seq_index(store.conn, store.names)  # gone with its column
     store.replace_papers(rows_of([*paper("2", 0, 1), *paper("4", 0, 1)], 1))
     assert insertion_order.has_insertion_order(store.conn, store.names)
+    assert insertion_order.has_seq_index(store.conn, store.names)
     # the existing rows are numbered (physical order) before the replace runs: 2 keeps its place
     assert pg_order(store) == ["1_s0", "1_s1", "2", "3", "4"]
     assert store.count() == 5
@@ -122,6 +124,23 @@ def test_a_table_from_before_gets_the_column_on_the_next_write(make_backend):
     assert invalid == 0
     store.replace_papers(rows_of([*paper("1", 2, 2)], 2))  # triggers are back too
     assert pg_order(store)[:2] == ["1_s0", "1_s1"]
+
+
+def test_a_table_without_the_seq_index_gets_it_on_the_next_write(make_backend):
+    store = make_backend("pgvector")
+    store.replace_papers(rows_of([*paper("1", 0, 0)], 0))
+    store.conn.execute(sql.SQL("DROP INDEX {i}").format(i=store.names.seq_order))
+    assert not insertion_order.has_seq_index(store.conn, store.names)
+    store.replace_papers(rows_of([*paper("2", 0, 0)], 0))
+    assert insertion_order.has_seq_index(store.conn, store.names)
+    with store.conn.transaction():  # two rows: only a plan without a table scan shows it
+        store.conn.execute("SET LOCAL enable_seqscan = off")
+        plan = store.conn.execute(
+            sql.SQL("EXPLAIN SELECT chunk_id FROM {t} ORDER BY seq LIMIT 1").format(
+                t=store.names.ident()
+            )
+        ).fetchall()
+    assert store.names.table + "_seq" in " ".join(row[0] for row in plan)
 
 
 def test_ensure_is_idempotent_and_cheap_once_done(make_backend):
