@@ -116,14 +116,14 @@ class PgCollectionStore:
 
     def count(self) -> int:
         """The row count, counted again only when the content version moved (every write,
-        the store's or another, bumps it: backends/pg/terms/schema.py)."""
+        the store's or another, bumps it: backends/pg/terms/schema.py); one round trip."""
         with self._lock:
             if not self._exact.usable():  # no term cache schema: no content version either
                 return int(self.conn.execute(self._sql["count"]).fetchone()[0])
-            version = self.conn.execute(self._sql["version"]).fetchone()[0]
-            if self._counted is None or self._counted[0] != version:
-                found = self.conn.execute(self._sql["counted"]).fetchone()
-                self._counted = (int(found[0]), int(found[1]))
+            known = self._counted[0] if self._counted else -1
+            version, count = self.conn.execute(self._sql["counted"], [known]).fetchone()
+            if count is not None:
+                self._counted = (int(version), int(count))
             return self._counted[1]
 
     def get(self, call: GetCall) -> dict:
@@ -153,6 +153,8 @@ class PgCollectionStore:
         args = (self.conn, self.names, key, variant, embeddings, self._seq_index)
         found = pg_terms.first_abstract(*args)
         how = "kept"
+        if found is None and not self._exact.keeps:
+            return None
         if found is None:  # not kept yet: its grounding computed (and kept), then read again
             self._exact.grounding([variant])
             found = pg_terms.first_abstract(*args)
@@ -186,6 +188,8 @@ class PgCollectionStore:
         texts = list(call.texts)
         kept = self._kept(cache, kind, texts, vectors, n, "embeddings" in call.include)
         missing = [i for i, k in enumerate(kept) if k is None or not k.answers(n)]
+        if missing and not cache.keeps:  # a read-only standby: the SQL path, computed once
+            return None
         if missing:  # computed and kept (the same answer the SQL path gives), then read
             compute = cache.keyword_candidates if kind == KEYWORD else cache.entity_candidates
             compute([texts[i] for i in missing], vectors[missing], n)
@@ -241,10 +245,9 @@ class PgCollectionStore:
 
 def _count_statements(names) -> dict[str, bytes]:
     count = sql.SQL("SELECT count(*) FROM {t}").format(t=names.ident())
-    return {
-        "count": count.as_bytes(None),
-        "version": sql.SQL("SELECT content_version FROM {m}").format(m=names.meta).as_bytes(None),
-        # one statement, one snapshot: the count belongs to the version read with it
-        "counted": sql.SQL("SELECT content_version, ({q}) FROM {m}").format(
-            q=count, m=names.meta).as_bytes(None),
-    }  # fmt: skip
+    # one statement, one snapshot: a count belongs to the version read with it, and is made
+    # only when that version is not the one whose count this process holds
+    counted = sql.SQL(
+        "SELECT content_version, CASE WHEN content_version = %s THEN NULL ELSE ({q}) END FROM {m}"
+    ).format(q=count, m=names.meta)
+    return {"count": count.as_bytes(None), "counted": counted.as_bytes(None)}

@@ -127,3 +127,25 @@ def test_a_table_it_cannot_answer_from_is_refused_with_the_reason(empty_stores):
     with open_collection(empty_stores, SeededEmbedder()) as collection:
         with pytest.raises(BackendUnavailableError, match="no insertion order column"):
             collection.get()
+
+
+def test_a_role_that_may_not_keep_answers_is_answered_by_sql(app_deployment, reader_dsn, pg_dsn):
+    """A role granted before the term cache existed reads it but cannot keep what it computes:
+    each miss is computed once and answered by SQL, never an error, never another answer."""
+    from benchmarks.app import search_path as app
+
+    cache = app_deployment.settings.term_cache
+    owner = replace(app_deployment.settings, term_cache=replace(cache, enabled=False))
+    role = psycopg.conninfo.conninfo_to_dict(reader_dsn)["user"]
+    terms = sql.Identifier(owner.pg_table + "_terms")
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("REVOKE INSERT, UPDATE, DELETE ON {} FROM {}").format(
+            terms, sql.Identifier(role)))  # fmt: skip
+    asked = [("unseen motor neuron text", ["never-kept-name"], ["never-kept-code", "SPG302"])]
+    with (ServingCollection(owner, SeededEmbedder()) as computed,
+          ServingCollection(replace(owner, pg_dsn=reader_dsn, term_cache=cache),
+                            SeededEmbedder()) as reader):  # fmt: skip
+        for text, names, codes in asked * 2:
+            assert app.answer(reader, text, names, codes) == app.answer(computed, text, names,
+                                                                        codes)  # fmt: skip
+        assert reader.answered.get("sql", 0) > 6 and "kept after computing" not in reader.answered

@@ -220,3 +220,21 @@ def test_count_is_read_again_after_any_write_even_one_that_bypassed_the_store(ch
         assert gone == 3 and collection.count() == first - 3
         _write(settings, SeededEmbedder(), [chunk("90009", paper_hash="p-90009")])
         assert collection.count() == first - 2
+
+
+def test_an_unchanged_version_is_not_counted_again(changing):
+    """The count is inside the statement that reads the version, and runs only when it moved."""
+    from candlefire_pipeline.app.pg_store import _count_statements
+
+    settings = changing[0].settings
+    with opened_backend("pgvector", settings) as store:
+        statement = _count_statements(store.names)["counted"]
+        version = store.conn.execute(
+            f"SELECT content_version FROM {store.names.table}_meta"
+        ).fetchone()[0]
+        plans = {
+            known: "\n".join(r[0] for r in store.conn.execute(b"EXPLAIN ANALYZE " + statement,
+                                                              [known]).fetchall())
+            for known in (version, version - 1)
+        }  # fmt: skip
+    assert "never executed" in plans[version] and "never executed" not in plans[version - 1]

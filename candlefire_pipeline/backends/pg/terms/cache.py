@@ -126,6 +126,11 @@ class TermCache:
             self._checked = now
         return self._exists
 
+    @property
+    def keeps(self) -> bool:
+        """Whether a computed answer can be kept (False once this connection could not)."""
+        return self._writable
+
     def forget_schema(self) -> None:
         """The table was dropped (reset): check again before the next use."""
         self._exists, self._checked = False, float("-inf")
