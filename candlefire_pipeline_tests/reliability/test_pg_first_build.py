@@ -51,8 +51,9 @@ def index_state(dsn: str) -> dict[str, bool]:
     return dict(rows)
 
 
-EXPECTED_INDEXES = {f"{TABLE}{s}" for s in ("_pkey", "_pmid_chunk", "_document_trgm")} | {
-    f"{TABLE}_embedding_hnsw"
+# _seq orders an abstract's grounding for the app's collection (see backends/pg/layout.py)
+EXPECTED_INDEXES = {
+    f"{TABLE}{s}" for s in ("_pkey", "_pmid_chunk", "_document_trgm", "_seq", "_embedding_hnsw")
 }
 
 
