@@ -17,6 +17,13 @@ log = logging.getLogger(__name__)
 
 EXTENSIONS = ("vector", "pg_trgm")
 
+#: How often a backend busy on a long statement checks that its client is still there. Postgres
+#: does not by default: a worker SIGKILLed mid CREATE INDEX or HNSW build leaves its backend
+#: building, holding its locks (the phrase index's advisory lock, the table's), so the next run
+#: found the build "taken by another session" and the invalid index stayed. With it, the orphan
+#: ends within this interval and the next run finds the locks free.
+CLIENT_CHECK_MS = 1000
+
 
 def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
     """An autocommit connection; failures name the server, never the password."""
@@ -29,12 +36,25 @@ def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
     if password is None:
         raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
     except psycopg.Error as exc:
         reason = str(exc).replace(password, "***") if password else str(exc)
         raise BackendUnavailableError(
             f"cannot connect to Postgres at {redact_dsn(dsn)}: {reason.strip()}"
         ) from None
+    _check_for_a_gone_client(conn)
+    return conn
+
+
+def _check_for_a_gone_client(conn: psycopg.Connection) -> None:
+    """End this session's statements when its client dies (Postgres 14+, where supported)."""
+    try:
+        conn.execute(f"SET client_connection_check_interval = {CLIENT_CHECK_MS}")
+    except psycopg.errors.UndefinedObject:  # Postgres 13 or older: orphans run to their end
+        log.info("this Postgres cannot end a dead client's statements; a killed run's build "
+                 "holds its locks until it ends")  # fmt: skip
+    except psycopg.errors.InvalidParameterValue:  # a platform without the check (not Linux)
+        pass
 
 
 def _ensure_extensions(conn: psycopg.Connection) -> None:
