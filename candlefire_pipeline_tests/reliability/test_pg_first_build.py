@@ -51,7 +51,7 @@ def index_state(dsn: str) -> dict[str, bool]:
     return dict(rows)
 
 
-# _seq orders an abstract's grounding for the app's collection (see backends/pg/layout.py)
+# _seq orders an abstract's grounding for the app's collection (backends/pg/insertion_order.py)
 EXPECTED_INDEXES = {
     f"{TABLE}{s}" for s in ("_pkey", "_pmid_chunk", "_document_trgm", "_seq", "_embedding_hnsw")
 }

@@ -50,11 +50,10 @@ def _check_for_a_gone_client(conn: psycopg.Connection) -> None:
     """End this session's statements when its client dies (Postgres 14+, where supported)."""
     try:
         conn.execute(f"SET client_connection_check_interval = {CLIENT_CHECK_MS}")
-    except psycopg.errors.UndefinedObject:  # Postgres 13 or older: orphans run to their end
+    # Postgres 13 or older (no such setting), or a platform without the check (not Linux)
+    except (psycopg.errors.UndefinedObject, psycopg.errors.InvalidParameterValue):
         log.info("this Postgres cannot end a dead client's statements; a killed run's build "
                  "holds its locks until it ends")  # fmt: skip
-    except psycopg.errors.InvalidParameterValue:  # a platform without the check (not Linux)
-        pass
 
 
 def _ensure_extensions(conn: psycopg.Connection) -> None:
