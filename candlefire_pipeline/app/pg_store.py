@@ -161,9 +161,10 @@ class PgCollectionStore:
             how = "kept after computing"
         if found is None:
             return None
-        walked, rows = found
-        self.answered[f"{how}, walked" if walked else how] += 1
-        return rows
+        if found.walked and found.rows:  # found once, then read from the entry
+            self._exact.keep_first(variant, found.rows[0].chunk_id, found.version)
+        self.answered[f"{how}, walked" if found.walked else how] += 1
+        return found.rows
 
     def query(self, call: QueryCall, vectors: np.ndarray) -> dict:
         check_dim(self.model, vectors.shape[1])

@@ -12,7 +12,9 @@ entry is kept:
   every holder (the recipe `like;walk=off`: exact, as the collection's own document filter);
 - `get(where={"chunk_index": {"$eq": 0}}, where_document={"$contains": v}, limit=1)` (grounding
   in an abstract): the same entry's abstract fact; none is an empty answer, and a list holding
-  every holder names the first abstract among them in insertion order.
+  every holder names the first abstract among them in insertion order. A variant held by more
+  chunks than a list keeps is walked for once; its first abstract holder is then kept in the
+  entry (`abstract_first`, exact through every write: backends/pg/terms/entries.py).
 
 Entries rank by (distance, chunk id), the collection by (distance, insertion order): the first n
 members are re-ordered by insertion order within equal distances, and an entry whose tie at the
@@ -138,37 +140,52 @@ def _kept(records: list[tuple] | None) -> Kept | None:
     return Kept(listed, complete, int(length), rows, after)
 
 
+@dataclass(frozen=True)
+class Abstract:
+    """A grounding-in-an-abstract answer from v's keyword entry."""
+
+    rows: list[Row]
+    #: found by walking the table (the entry did not know its first abstract holder)
+    walked: bool
+    #: the content version the entry was read at: a walked answer is kept under it
+    version: int
+
+
 def first_abstract(conn: psycopg.Connection, names: Names, key: Key, variant: str,
-                   embeddings: bool, walks: bool) -> tuple[bool, list[Row]] | None:  # fmt: skip
-    """(walked, rows) of a grounding-in-an-abstract get from v's keyword entry: no row when no
-    abstract holds v; the first abstract holder (insertion order) from the list when it holds
-    every holder, else (`walks`: the seq index exists) walked for; None when the entry is
-    missing or cannot tell."""
+                   embeddings: bool, walks: bool) -> Abstract | None:  # fmt: skip
+    """A grounding-in-an-abstract get from v's keyword entry: no row when no abstract holds v;
+    the first abstract holder (insertion order) from the entry when it keeps it or a list
+    holding every holder, else (`walks`: the seq index exists) walked for; None when the entry
+    is missing or cannot tell."""
     params = [key.kind, key.recipe, key.model_id, variant]
     found = conn.execute(_abstract_statement(names.table, embeddings), params).fetchone()
     if found is None or not found[0]:
         return None
-    _, held, complete = found[:3]
+    _, held, knows_first, version = found[:4]
     if not held:
-        return False, []
-    if not complete:  # more holders than the list keeps: find the first one
-        return (True, walked_abstract(conn, names, variant, embeddings)) if walks else None
-    return None if found[3] is None else (False, [row_of(found[3:])])
+        return Abstract([], False, version)
+    if knows_first:  # None: the row left the table after the entry was read
+        return None if found[4] is None else Abstract([row_of(found[4:])], False, version)
+    if not walks:
+        return None
+    return Abstract(walked_abstract(conn, names, variant, embeddings), True, version)
 
 
 @functools.lru_cache(maxsize=256)
 def _abstract_statement(table: str, embeddings: bool) -> bytes:
     names = Names(table)
     return sql.SQL(
-        """SELECT e.abstract_known, e.abstract_witness IS NOT NULL, e.listed AND e.complete,
-               {cols}
+        """SELECT e.abstract_known, e.abstract_witness IS NOT NULL,
+               (e.listed AND e.complete) OR e.abstract_first IS NOT NULL,
+               (SELECT content_version FROM {m}), {cols}
         FROM {terms} e LEFT JOIN LATERAL (
-            SELECT * FROM {t} c WHERE e.listed AND e.complete AND e.abstract_witness IS NOT NULL
-                AND c.chunk_id = ANY(e.ids) AND c.chunk_index = 0
+            SELECT * FROM {t} c WHERE e.abstract_witness IS NOT NULL AND c.chunk_index = 0
+                AND (c.chunk_id = e.abstract_first OR (e.listed AND e.complete
+                     AND c.chunk_id = ANY(e.ids)))
             ORDER BY c.seq LIMIT 1) c ON true
         WHERE e.kind = %s AND e.recipe = %s AND e.model_id = %s AND e.text = %s AND {valid}"""
     ).format(cols=row_columns(embeddings), terms=schema.terms_table(names), t=names.ident(),
-             valid=schema.valid_condition(names)).as_bytes(None)  # fmt: skip
+             m=names.meta, valid=schema.valid_condition(names)).as_bytes(None)  # fmt: skip
 
 
 #: Abstract chunks walked in insertion order before the holders are collected instead: a

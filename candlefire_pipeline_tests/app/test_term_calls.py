@@ -15,6 +15,7 @@ from benchmarks.app import search_path as app
 from candlefire_pipeline.app import pg_terms
 from candlefire_pipeline.app.collection import ServingCollection
 from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.pg.terms import audit
 from candlefire_pipeline.operations.serving.state import PINNED
 from candlefire_pipeline_tests.app.conftest import mode_settings
 from candlefire_pipeline_tests.app.corpus import (
@@ -193,17 +194,25 @@ def test_every_word_grounds_in_an_abstract_as_the_sql_path_does(app_deployment, 
     chunks than an entry keeps: walked along the seq index; walking 1 row, collected)."""
     monkeypatch.setattr(pg_terms, "WALKED_ROWS", walked_rows)
     settings = app_deployment.settings
+    with opened_backend("pgvector", settings) as store:  # each parameter walks from cold
+        store.clear_term_cache("this test walks for every word")
     calls = [{"where": {"chunk_index": {"$eq": 0}}, "where_document": {"$contains": word},
               "limit": 1, "include": ["metadatas", "documents"]}
              for word in (*WORDS, "absent-word-7", "motor neuron")]  # fmt: skip
     with (ServingCollection(uncached(settings), SeededEmbedder()) as computed,
           ServingCollection(settings, SeededEmbedder()) as cached):  # fmt: skip
-        for call in calls:
-            expected = computed.get(**call)
-            assert cached.get(**call) == expected == cached.get(**call), call
+        expected = [computed.get(**call) for call in calls]
+        assert [cached.get(**call) for call in calls] == expected
+        walked = _walks(cached.answered)
+        # walked for once; then its first abstract holder is read from the entry
+        assert [cached.get(**call) for call in calls] == expected
         answered = cached.answered
-    assert answered.get("kept, walked", 0) and answered.get("kept", 0)
+    assert walked and _walks(answered) == walked and answered.get("kept", 0) >= len(calls)
     assert answered.get("sql", 0) == 0
+
+
+def _walks(answered: dict[str, int]) -> int:
+    return sum(n for how, n in answered.items() if how.endswith("walked"))
 
 
 def test_count_is_read_again_after_any_write_even_one_that_bypassed_the_store(changing):
@@ -238,3 +247,62 @@ def test_an_unchanged_version_is_not_counted_again(changing):
             for known in (version, version - 1)
         }  # fmt: skip
     assert "never executed" in plans[version] and "never executed" not in plans[version - 1]
+
+
+def _abstract_call(variant: str) -> tuple[str, dict]:
+    return ("get", {"where": {"chunk_index": {"$eq": 0}}, "where_document": {"$contains": variant},
+                    "limit": 1, "include": ["metadatas", "documents"]})  # fmt: skip
+
+
+def _common_word_not_in(chroma, document: str, depth: int) -> str:
+    """A word held by more chunks than an entry keeps (so it is walked for), absent from this
+    document."""
+    counts = {w: len(_holders(chroma, w)) for w in WORDS if w not in document}
+    word = max(counts, key=counts.get)
+    assert counts[word] > depth, counts
+    return word
+
+
+def test_a_kept_first_abstract_holder_follows_every_write_as_chromas_get_does(tmp_path, pg_dsn):
+    """Walked for once, then read from the entry; a new holder, an earlier abstract rewritten in
+    place to hold the word (it keeps its place in insertion order) and the first holder's
+    deletion each leave Chroma's answer, and the kept entry passes the audit."""
+    deployment = deploy(tmp_path, pg_dsn, seed=5, papers=120)
+    settings, embedder = deployment.settings, SeededEmbedder()
+    settings = replace(settings, term_cache=replace(settings.term_cache, depth=18))
+    client = chromadb.PersistentClient(
+        str(settings.chroma_path), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+    chroma = client.get_collection(settings.chroma_collection, embedding_function=None)
+    first = chroma.get(
+        where={"chunk_index": {"$eq": 0}}, limit=1, include=["documents", "metadatas"]
+    )
+    earliest, document = first["metadatas"][0], first["documents"][0]
+    word = _common_word_not_in(chroma, document, settings.term_cache.depth)
+    call, tally = [_abstract_call(word)], Tally()
+    try:
+        with ServingCollection(settings, embedder) as collection:
+            _compare(collection, chroma, embedder, call * 3, tally, "warm")
+            assert collection.answered == {"kept after computing, walked": 1, "kept": 2}
+            _write(settings, embedder, [chunk("90001", document=f"new {word}",
+                                              paper_hash="p-90001")])  # fmt: skip
+            _compare(collection, chroma, embedder, call, tally, "a new holder")
+            assert collection.answered["kept"] == 3  # a new row never precedes the first
+            rewritten = chunk(earliest["pmid"], 0, has_full_text=earliest["has_full_text"],
+                              document=f"now {word}", paper_hash="p-rewritten")  # fmt: skip
+            _write(settings, embedder, [rewritten])
+            _compare(collection, chroma, embedder, call, tally, "an earlier abstract rewritten")
+            _write(settings, embedder, deleted=[earliest["pmid"]])
+            _compare(collection, chroma, embedder, call * 2, tally, "the first holder deleted")
+            walks = collection.answered["kept, walked"]
+            assert walks == 2, collection.answered  # the rewrite and the deletion: walked again
+        with opened_backend("pgvector", settings) as store:
+            report = audit.audit(store)
+            assert report.exact, report.differences
+            kept = [e for e in audit.entries(store.conn, store.names) if e["text"] == word]
+            assert [e["abstract_first"] for e in kept] != [None]
+    finally:
+        client.close()
+        with opened_backend("pgvector", deployment.settings) as store:
+            store.reset()
+    assert tally.nonempty >= 6

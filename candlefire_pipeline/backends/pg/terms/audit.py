@@ -2,7 +2,8 @@
 
 Every entry computed exactly (a keyword variant's holders ranked, an entity name's nearest
 chunks on a table searched without a graph walk) must equal the same query run now, member for
-member and distance for distance; every entry's grounding facts must equal a fresh LIKE. An
+member and distance for distance; every entry's grounding facts must equal a fresh LIKE (its
+first abstract holder the first in insertion order that holds the variant now). An
 entry made by an HNSW walk has no exact twin: its members are checked instead (each still
 exists, still holds the variant, at the distance kept) and its recall against the exact list
 is reported.
@@ -27,6 +28,7 @@ EVERY = 1_000_000_000
 _COLUMNS = (
     "id", "kind", "recipe", "text", "vector", "listed", "ids", "distances", "complete",
     "approximate", "witness", "witness_known", "abstract_witness", "abstract_known",
+    "abstract_first",
 )  # fmt: skip
 
 
@@ -72,7 +74,7 @@ def audit(store, sample: int | None = None, seed: int = 0) -> AuditReport:
             elif (ids, distances) != kept:
                 report.differences.append(f"{label}: kept {kept[0]} != fresh {ids}")
         if entry["kind"] == "keyword":
-            report.differences += _grounding(store, entry, label)
+            report.differences += _grounding(store, entry, label) + _first(store, entry, label)
     report.walked = len(recalls)
     report.walked_recall = sum(recalls) / len(recalls) if recalls else 1.0
     return report
@@ -131,3 +133,18 @@ def _grounding(store, entry: dict, label: str) -> list[str]:
         if held != (entry[field_name] is not None):
             out.append(f"{label}: {field_name} {entry[field_name]!r} but a fresh LIKE says {held}")
     return out
+
+
+def _first(store, entry: dict, label: str) -> list[str]:
+    """A kept first abstract holder is the first abstract in insertion order holding the text."""
+    if entry["abstract_first"] is None:
+        return []
+    query = sql.SQL(
+        "SELECT c.chunk_id FROM {t} c WHERE c.chunk_index = 0 AND c.document {op} %s "
+        "ESCAPE '\\' ORDER BY c.seq LIMIT 1"
+    ).format(t=store.names.ident(), op=sql.SQL("ILIKE" if _mode(entry) == "ilike" else "LIKE"))
+    found = store.conn.execute(query, [like_pattern(entry["text"])]).fetchone()
+    first = found[0] if found else None
+    if first != entry["abstract_first"]:
+        return [f"{label}: abstract_first {entry['abstract_first']!r} but fresh first is {first!r}"]
+    return []

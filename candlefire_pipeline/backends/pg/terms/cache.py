@@ -240,6 +240,17 @@ class TermCache:
         else:
             self.stats.not_kept += len(entries)
 
+    def keep_first(self, variant: str, chunk_id: str, version: int) -> None:
+        """Keep v's first abstract holder in insertion order, found at content `version`."""
+        if not self._writable:
+            return
+        try:
+            keep.keep_first(self.store.conn, self.store.names, self.key(KEYWORD), variant,
+                            chunk_id, version)  # fmt: skip
+        except keep.ReadOnlyCache as exc:
+            self._writable = False
+            log.warning("term cache: this connection cannot keep answers (%s)", exc)
+
     def _count(self, kind: str, hits: int, misses: int) -> None:
         self.stats.by_kind[kind][0] += hits
         self.stats.by_kind[kind][1] += misses

@@ -14,6 +14,11 @@ Keyword entries also answer grounding: `witness` is a chunk holding the variant 
 `abstract_witness` one of its abstract chunks (chunk_index 0); a known None means there is none.
 A deleted witness is replaced from the list when it can be, else the fact becomes unknown and
 the next read computes it again.
+
+`abstract_first` is the first abstract holder in insertion order (the table's `seq`): the answer
+of the app's grounding-in-an-abstract `get`. A new chunk is numbered after every row, so it never
+precedes it; only a chunk re-inserted in the transaction that deleted it takes its old place back
+(insertion_order.py), so such a candidate, or the first holder's deletion, makes it unknown.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ class Entry:
     witness_known: bool = False
     abstract_witness: str | None = None
     abstract_known: bool = False
+    #: the first abstract holder in insertion order (None: unknown, or no abstract holds it)
+    abstract_first: str | None = None
     id: int | None = None
 
     def __post_init__(self) -> None:
@@ -79,11 +86,14 @@ class Candidate:
     #: None: sorts after the last member of the entry's list (or the entry has none)
     distance: float | None
     abstract: bool  # chunk_index == 0
+    #: deleted by this same write and written again: it keeps its old place in insertion order
+    carried: bool = False
 
 
 def without(entry: Entry, deleted: set[str]) -> Entry:
     """The entry after these chunks were deleted."""
-    if deleted.isdisjoint(entry.ids) and not {entry.witness, entry.abstract_witness} & deleted:
+    witnesses = {entry.witness, entry.abstract_witness, entry.abstract_first}
+    if deleted.isdisjoint(entry.ids) and not witnesses & deleted:
         return entry
     kept = [(i, d) for i, d in zip(entry.ids, entry.distances, strict=True) if i not in deleted]
     ids = tuple(i for i, _ in kept)
@@ -96,6 +106,8 @@ def without(entry: Entry, deleted: set[str]) -> Entry:
     if entry.abstract_witness in deleted:
         # which remaining member is an abstract is not kept: the next read computes it again
         out = replace(out, abstract_witness=None, abstract_known=False)
+    if entry.abstract_first in deleted:
+        out = replace(out, abstract_first=None)
     return out
 
 
@@ -119,6 +131,8 @@ def _witnessed(entry: Entry, candidates: list[Candidate]) -> Entry:
     abstracts = sorted(c.chunk_id for c in candidates if c.abstract)
     if abstracts and entry.abstract_witness is None:
         entry = replace(entry, abstract_witness=abstracts[0], abstract_known=True)
+    if entry.abstract_first is not None and any(c.abstract and c.carried for c in candidates):
+        entry = replace(entry, abstract_first=None)  # it may now precede the first holder
     return entry
 
 

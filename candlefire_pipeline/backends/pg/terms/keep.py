@@ -80,6 +80,24 @@ def keep(
         raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
 
 
+def keep_first(conn: psycopg.Connection, names: Names, key: Key, text: str, chunk_id: str,
+               version: int) -> bool:  # fmt: skip
+    """Keep an entry's first abstract holder (found in insertion order at `version`)."""
+    query = sql.SQL(
+        "UPDATE {e} SET abstract_first = %s WHERE kind = %s AND recipe = %s AND model_id = %s "
+        "AND text = %s AND abstract_known AND abstract_witness IS NOT NULL"
+    ).format(e=schema.terms_table(names))
+    try:
+        with conn.transaction():
+            conn.execute("SET TRANSACTION READ WRITE")
+            if not _may_keep(conn, names, version):
+                return False
+            params = [chunk_id, key.kind, key.recipe, key.model_id, text]
+            return conn.execute(query, params).rowcount == 1
+    except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+        raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
+
+
 def _may_keep(conn: psycopg.Connection, names: Names, version: int) -> bool:
     locked = conn.execute(
         "SELECT pg_try_advisory_xact_lock_shared(hashtext(%s))", [names.lock_key]

@@ -52,6 +52,7 @@ class Kept:
     last: np.ndarray  # the last member's distance (-inf: an empty list that takes nobody)
     open_witness: np.ndarray  # no witness, or one this write deleted
     open_abstract: np.ndarray  # no abstract witness, or one this write deleted
+    firsts: np.ndarray  # knows its first abstract holder (a re-inserted abstract may precede it)
     touched: np.ndarray  # a deleted chunk is a member or a witness
     #: unit rows: a listed entity name's vector, zeros for the others; None: not read
     vectors: np.ndarray | None
@@ -91,12 +92,13 @@ def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: i
         "SELECT id, kind, split_part(recipe, ';', 1), text, listed, complete, cardinality(ids), "
         "distances[cardinality(ids)], witness IS NULL OR witness = ANY(%s::text[]), "
         "abstract_witness IS NULL OR abstract_witness = ANY(%s::text[]), "
-        "EXISTS (SELECT 1 FROM unnest({members}) m(id) WHERE m.id = ANY(%s::text[])), {vector} "
+        "EXISTS (SELECT 1 FROM unnest({members}) m(id) WHERE m.id = ANY(%s::text[])), {vector}, "
+        "abstract_first IS NOT NULL "
         "FROM {e} e"
     ).format(e=schema.terms_table(names), members=schema.members(), vector=vector)
     # binary: a vector arrives as its bytes, not as hex text twice its size to decode
     rows = conn.cursor(binary=True).execute(query, [deleted] * 3).fetchall()
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 12
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 13
     count = np.asarray(columns[6], dtype=np.int64)
     last = np.asarray([d if d is not None else -np.inf for d in columns[7]], dtype=np.float64)
     return Kept(
@@ -107,6 +109,7 @@ def read_kept(conn: psycopg.Connection, names: Names, deleted: list[str], dim: i
         open_witness=np.asarray(columns[8], dtype=bool),
         open_abstract=np.asarray(columns[9], dtype=bool),
         touched=np.asarray(columns[10], dtype=bool),
+        firsts=np.asarray(columns[12], dtype=bool),
         vectors=_unit_vectors(columns[11], dim) if dim else None,
     )  # fmt: skip
 
@@ -170,16 +173,20 @@ def register_vector_array(conn: psycopg.Connection) -> None:
     conn.adapters.register_dumper(VectorArray, _VectorArrayDumper)
 
 
-def find_pairs(kept: Kept, added: pa.Table, vectors_of: VectorsOf | None = None) -> Pairs:
+def find_pairs(kept: Kept, added: pa.Table, vectors_of: VectorsOf | None = None,
+               carried: np.ndarray | None = None) -> Pairs:  # fmt: skip
     """Every (entry, new row) pair that may change an entry, keyword and entity.
 
     vectors_of gives the unit vectors of the entries at these indexes of `kept` (the writer
-    reads the held variants' ones); None: they are in kept.vectors."""
+    reads the held variants' ones); None: they are in kept.vectors. `carried` marks the new
+    rows this write also deleted (they keep their place in insertion order)."""
     abstract = np.asarray(added["chunk_index"].to_numpy(zero_copy_only=False) == 0)
     matrix = common.unit_rows(common.embedding_matrix(added))
     held_e, held_r = _keyword_holders(kept, added["document"].to_pylist())
     near = _near(kept, matrix, held_e, held_r, vectors_of or kept.vectors.__getitem__)
     keep = near | kept.open_witness[held_e] | (kept.open_abstract[held_e] & abstract[held_r])
+    if carried is not None:
+        keep |= kept.firsts[held_e] & abstract[held_r] & carried[held_r]
     ent_e, ent_r = _entity_pairs(kept, matrix)
     return Pairs(
         entries=kept.ids[np.concatenate([held_e[keep], ent_e])],

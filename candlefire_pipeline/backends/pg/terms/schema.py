@@ -70,6 +70,8 @@ def create_statements(names: Names, dim: int) -> list[sql.Composed]:
             used_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (kind, recipe, model_id, text)) WITH (fillfactor = {ff})"""
         ).format(e=terms, dim=sql.Literal(int(dim)), ff=sql.Literal(FILLFACTOR)),
+        # a column added after the table's first layout: a cache made before it gains it empty
+        sql.SQL("ALTER TABLE {e} ADD COLUMN IF NOT EXISTS abstract_first text").format(e=terms),
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {e} (used_at)").format(
             i=names.ident("_terms_used"), e=terms
         ),
@@ -102,9 +104,10 @@ def upgrade(conn: psycopg.Connection, names: Names) -> list[str]:
 
 
 def members(alias: str = "e") -> sql.Composed:
-    """An entry's members: its listed ids and both witnesses."""
+    """An entry's members: its listed ids, both witnesses and the first abstract holder."""
     return sql.SQL(
-        "({a}.ids || ARRAY[coalesce({a}.witness, ''), coalesce({a}.abstract_witness, '')])"
+        "({a}.ids || ARRAY[coalesce({a}.witness, ''), coalesce({a}.abstract_witness, ''), "
+        "coalesce({a}.abstract_first, '')])"
     ).format(a=sql.Identifier(alias))
 
 

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 _STATE = (
     "id", "kind", "text", "listed", "ids", "distances", "complete", "approximate", "witness",
-    "witness_known", "abstract_witness", "abstract_known",
+    "witness_known", "abstract_witness", "abstract_known", "abstract_first",
 )  # fmt: skip
 
 
@@ -158,12 +158,15 @@ def prepare(
     pairs = Pairs.none()
     if adds:
         pairs = matching.find_pairs(
-            kept, added, lambda at: matching.read_vectors(conn, names, kept.ids[at], dim)
+            kept,
+            added,
+            lambda at: matching.read_vectors(conn, names, kept.ids[at], dim),
+            carried=_carried(added, deleted),
         )
     wanted = set(pairs.entries.tolist()) | set(kept.ids[kept.touched].tolist())
     entries = _entries(conn, names, sorted(wanted))
-    candidates = _candidates(conn, names, pairs, added) if entries else {}
     gone = set(deleted)
+    candidates = _candidates(conn, names, pairs, added, gone) if entries else {}
     changed = []
     for entry in entries:
         kept_entry = with_candidates(without(entry, gone), candidates.get(entry.id, ()), cap)
@@ -196,9 +199,16 @@ def _entry(row: tuple) -> Entry:
     return Entry(**values)
 
 
-def _candidates(conn, names, pairs: Pairs, added) -> dict[int, list[Candidate]]:
+def _carried(added: pa.Table, deleted: Sequence[str]) -> np.ndarray:
+    """Per new row: this write deleted its id too (it takes its old seq back)."""
+    gone = set(deleted)
+    ids = added["chunk_id"].to_pylist()
+    return np.fromiter((i in gone for i in ids), dtype=bool, count=len(ids))
+
+
+def _candidates(conn, names, pairs: Pairs, added, gone: set[str]) -> dict[int, list[Candidate]]:
     """Each pair as a candidate: its exact distance when near (a listed entry's list may take
-    it), whether its chunk is an abstract."""
+    it), whether its chunk is an abstract, whether this write deleted it first."""
     if not len(pairs):
         return {}
     chunk_ids = np.asarray(added["chunk_id"].to_pylist(), dtype=object)
@@ -206,9 +216,9 @@ def _candidates(conn, names, pairs: Pairs, added) -> dict[int, list[Candidate]]:
     distance = _near_distances(conn, names, pairs, common.embedding_matrix(added))
     out: dict[int, list[Candidate]] = defaultdict(list)
     for entry_id, row in zip(pairs.entries.tolist(), pairs.rows.tolist(), strict=True):
-        out[entry_id].append(
-            Candidate(chunk_ids[row], distance.get((entry_id, row)), bool(abstract[row]))
-        )
+        chunk_id = chunk_ids[row]
+        out[entry_id].append(Candidate(chunk_id, distance.get((entry_id, row)),
+                                       bool(abstract[row]), chunk_id in gone))  # fmt: skip
     return out
 
 
@@ -244,7 +254,7 @@ def _near_distances(conn, names, pairs: Pairs, matrix: np.ndarray) -> dict:
 _WRITTEN = (
     ("id", "bigint"), ("ids", "text[]"), ("distances", "float8[]"), ("complete", "boolean"),
     ("witness", "text"), ("witness_known", "boolean"), ("abstract_witness", "text"),
-    ("abstract_known", "boolean"),
+    ("abstract_known", "boolean"), ("abstract_first", "text"),
 )  # fmt: skip
 _WRITES = sql.Identifier("candlefire_term_writes")
 
@@ -268,7 +278,8 @@ def _write(conn, names: Names, entries: Sequence[Entry]) -> None:
         copy.set_types([t for _, t in _WRITTEN])
         for e in entries:
             copy.write_row((e.id, list(e.ids), list(e.distances), e.complete, e.witness,
-                            e.witness_known, e.abstract_witness, e.abstract_known))  # fmt: skip
+                            e.witness_known, e.abstract_witness, e.abstract_known,
+                            e.abstract_first))  # fmt: skip
     conn.execute(
         sql.SQL("UPDATE {e} e SET {sets} FROM {w} x WHERE e.id = x.id").format(
             e=schema.terms_table(names),

@@ -135,6 +135,24 @@ def test_a_new_holder_grounds_a_variant(witness, abstract, new, expected):
     assert kept.corpus is True and kept.grounded
 
 
+@pytest.mark.parametrize(
+    ("new", "deleted", "first"),
+    [
+        ([Candidate("m", None, True)], set(), "f"),  # a new row is numbered after every row
+        ([Candidate("m", 0.1, False, carried=True)], {"m"}, "f"),  # not an abstract
+        ([Candidate("m", None, True, carried=True)], {"m"}, None),  # takes its old place back
+        ([], {"f"}, None),  # the first holder deleted
+        ([Candidate("f", None, True, carried=True)], {"f"}, None),  # rewritten in place
+        ([], {"x"}, "f"),
+    ],
+)
+def test_the_first_abstract_holder_stays_known_until_a_write_may_move_it(new, deleted, first):
+    entry = Entry(KEYWORD, "SOD1", witness="w", witness_known=True, abstract_witness="f",
+                  abstract_known=True, abstract_first="f")  # fmt: skip
+    kept = with_candidates(without(entry, deleted), new, cap=40)
+    assert kept.abstract_first == first
+
+
 def test_an_entity_entry_takes_no_witness():
     entry = Entry(ENTITY, "SOD1", listed=True, ids=("a",), distances=(0.5,))
     kept = with_candidates(entry, [Candidate("m", 0.1, True)], cap=40)

@@ -38,6 +38,7 @@ def kept(**columns) -> Kept:
         listed=np.asarray([True, False, True]), takes_all=np.asarray([False, False, False]),
         last=np.asarray([0.1, -np.inf, 0.1]), open_witness=np.asarray([False, False, True]),
         open_abstract=np.asarray([False, True, True]), touched=np.zeros(3, dtype=bool),
+        firsts=np.asarray([True, False, False]),
         vectors=np.asarray([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0]], dtype=np.float32),
     )  # fmt: skip
     return Kept(**{**base, **columns})
@@ -67,6 +68,19 @@ def added(rows: list[tuple[str, int, str, list[float]]]) -> pa.Table:
 def test_pairs_are_the_ones_that_may_change_an_entry(row, expected):
     pairs = find_pairs(kept(), added([row]))
     assert set(zip(pairs.entries.tolist(), pairs.near.tolist(), strict=True)) == expected
+
+
+@pytest.mark.parametrize(
+    ("chunk_index", "carried", "expected"), [(0, True, [10]), (0, False, []), (1, True, [])]
+)
+def test_a_far_holder_rewritten_in_place_pairs_with_an_entry_that_knows_its_first_abstract(
+    chunk_index, carried, expected
+):
+    """Deleted and written again by the same write, it keeps its place: it may precede the
+    entry's first abstract holder."""
+    row = added([("b", chunk_index, "has SOD1", [0.0, 1.0])])
+    pairs = find_pairs(kept(), row, carried=np.asarray([carried]))
+    assert pairs.entries.tolist() == expected
 
 
 def test_a_complete_list_takes_every_holder_however_far():
