@@ -3,10 +3,13 @@ and compares them (operations/serving/replication.py)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
 import psycopg
+
+log = logging.getLogger(__name__)
 
 _LSN = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
 
@@ -19,9 +22,26 @@ def lsn_value(text: str) -> int:
     return (int(found[1], 16) << 32) + int(found[2], 16)
 
 
+def is_lsn(text) -> bool:
+    return isinstance(text, str) and _LSN.match(text) is not None
+
+
 def current_lsn(conn: psycopg.Connection) -> str:
     """The primary's current WAL write position (raises on a standby: it writes none)."""
     return conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+
+
+def primary_lsn(dsn: str | None, timeout: int = 5) -> str | None:
+    """The current WAL position of the primary at `dsn`; None when there is no DSN, it does not
+    answer or it is a standby (never raises: a rollback must not wait on it)."""
+    if dsn is None:
+        return None
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=timeout) as conn:
+            return current_lsn(conn)
+    except psycopg.Error as exc:
+        log.warning("WAL position not recorded (%s)", type(exc).__name__)
+        return None
 
 
 @dataclass(frozen=True)
