@@ -36,8 +36,9 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 0.1
 
 
-class ReplicaBehindError(RuntimeError):
-    """A reader with nothing served yet and a replica that has not replayed the switch's change."""
+class ReplicaBehindError(BackendUnavailableError):
+    """A reader with nothing served yet and a replica that has not replayed the switch's change
+    (or cannot say: down, or without the reader's role yet)."""
 
 
 class ReplicaGate:
@@ -53,8 +54,11 @@ class ReplicaGate:
         """One round trip; a replica that does not answer raises BackendUnavailableError."""
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = connect(self._dsn, timeout=5)
+                self._conn = connect(self._dsn, timeout=5)  # its errors never hold the password
             return replay_position(self._conn)
+        except BackendUnavailableError as exc:
+            self.close()
+            raise BackendUnavailableError(_first_line(exc)) from None
         except psycopg.Error as exc:
             self.close()
             raise BackendUnavailableError(
@@ -66,7 +70,7 @@ class ReplicaGate:
         it may keep); a reader with nothing served waits, bounded, then refuses."""
         if wanted.backend != CANDIDATE or state.wal_lsn is None:
             return True
-        if self.replay().has_replayed(state.wal_lsn):
+        if self._replayed(state.wal_lsn) is True:
             self.waiting_for = None
             return True
         if served:
@@ -79,15 +83,24 @@ class ReplicaGate:
             return False
         return self._waited(state.wal_lsn, wanted)
 
+    def _replayed(self, lsn: str) -> bool | str:
+        """True when the replica has replayed `lsn`; False, or why it cannot say (a replica
+        down, or one that has not replayed the reader's role yet: it lacks the change too)."""
+        try:
+            return self.replay().has_replayed(lsn)
+        except BackendUnavailableError as exc:
+            return str(exc)
+
     def _waited(self, lsn: str, wanted: Target) -> bool:
         deadline = time.monotonic() + self.wait_seconds
-        while time.monotonic() < deadline:
+        while (found := self._replayed(lsn)) is not True and time.monotonic() < deadline:
             time.sleep(POLL_SECONDS)
-            if self.replay().has_replayed(lsn):
-                return True
+        if found is True:
+            return True
+        why = f": {found}" if found else ""
         raise ReplicaBehindError(
             f"the read replica has not replayed the switch's move to {wanted} (WAL {lsn}) "
-            f"within {self.wait_seconds:g} s (CANDLEFIRE_REPLICA_WAIT_SECONDS): "
+            f"within {self.wait_seconds:g} s (CANDLEFIRE_REPLICA_WAIT_SECONDS){why}; "
             "`candlefire replica status` shows its lag"
         )
 
@@ -95,6 +108,10 @@ class ReplicaGate:
         if self._conn is not None:
             self._conn.close()
         self._conn = None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0]
 
 
 def note_applied_drop(settings: Settings, dsn: str | None) -> str | None:
