@@ -32,9 +32,7 @@ def primary_and_replica() -> Iterator[EmbeddedReplica]:
 
 def set_replay(replica: EmbeddedReplica, paused: bool) -> None:
     """pg_wal_replay_pause() / _resume() on the standby: it receives WAL but applies none."""
-    verb = "pause" if paused else "resume"
-    with psycopg.connect(replica.dsn, autocommit=True) as conn:
-        conn.execute(f"SELECT pg_wal_replay_{verb}()")
+    replica.pause_replay(paused)
 
 
 def caught_up(replica: EmbeddedReplica, dsn: str | None = None) -> str:

@@ -150,6 +150,13 @@ class EmbeddedReplica:
         self._drop_stale_slot(self.primary.dsn)
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
+    def pause_replay(self, paused: bool = True) -> None:
+        """pg_wal_replay_pause() / _resume(): it keeps receiving WAL but applies none (a
+        consistent point to read or copy from; the drills' lagging replica)."""
+        verb = "pause" if paused else "resume"
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f"SELECT pg_wal_replay_{verb}()")
+
     def status(self) -> ReplicaStatus:
         """The lag as the primary's slot sees it and the replica's replay state."""
         slot = self._slot_row()
