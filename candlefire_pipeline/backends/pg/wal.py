@@ -40,7 +40,8 @@ def primary_lsn(dsn: str | None, timeout: int = 5) -> str | None:
         with psycopg.connect(dsn, autocommit=True, connect_timeout=timeout) as conn:
             return current_lsn(conn)
     except psycopg.Error as exc:
-        log.warning("WAL position not recorded (%s)", type(exc).__name__)
+        log.warning("no WAL position recorded (Postgres did not answer: %s): a reader on a "
+                    "replica follows this at once", type(exc).__name__)  # fmt: skip
         return None
 
 
