@@ -12,6 +12,7 @@ reader's requests, each classed by the drop's marker text (previous state, new, 
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from psycopg.conninfo import make_conninfo
 
 from benchmarks.churn.revisions import Reviser
 from benchmarks.churn.soak import fill
-from benchmarks.common.data import embed_cached, scifact_records
+from benchmarks.common.data import bench_dir, embed_cached, scifact_records
 from benchmarks.common.machine_load import LoadMonitor
 from benchmarks.common.requests import latency_workload
 from benchmarks.common.stores import scratch_dir
@@ -77,6 +78,8 @@ def run(args, out) -> None:
     started, load = time.perf_counter(), LoadMonitor(markers=[PREFIX]).start()
     with scratch_dir(PREFIX) as root:
         result = measure(embedder, root, args)
+    # the raw samples and answers, to read again without a new run
+    (bench_dir() / "replica.json").write_text(json.dumps(result, default=vars))
     out.section("replica", section(result, args, load.stop().note(), time.perf_counter() - started))
 
 

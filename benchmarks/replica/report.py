@@ -14,8 +14,10 @@ def figures(phase) -> dict:
     """One drop's lag (from its start until the replica replayed it) and the reader's answers."""
     start = phase.committed_at - phase.apply_seconds
     lagging = [s for s in phase.samples if start <= s[0] <= phase.replayed_at] or [(0, 0, 0.0)]
-    window = [a for a in phase.answers if phase.committed_at <= a.at <= phase.replayed_at]
     after = phase.resumed_at if phase.resumed_at is not None else phase.committed_at
+    # surely lagging: paused, until the resume; streaming, until the poll saw the replay
+    lag_end = phase.resumed_at if phase.resumed_at is not None else phase.replayed_at
+    window = [a for a in phase.answers if phase.committed_at <= a.at <= lag_end]
     ms = sorted(a.ms for a in phase.answers) or [0.0]
     return {
         "rows": phase.rows,
@@ -35,12 +37,12 @@ def figures(phase) -> dict:
     }
 
 
-def timeline(samples, step: float = 1.0) -> list[tuple[int, float]]:
-    """(second, MB of lag) at each whole second: the sample nearest to it."""
+def timeline(samples, points_wanted: int = 20) -> list[tuple[int, float]]:
+    """(second, MB of lag) at about `points_wanted` whole seconds: the sample nearest each."""
     if not samples:
         return []
     points, end = [], int(samples[-1][0])
-    for second in range(0, end + 1, max(1, int(step))):
+    for second in range(0, end + 1, max(1, round(end / points_wanted))):
         nearest = min(samples, key=lambda s: abs(s[0] - second))
         points.append((second, nearest[1] / 1e6))
     return points
@@ -64,7 +66,9 @@ def section(result: dict, args, load_note: str, spent: float) -> str:
         f"replay is paused for {args.hold:g} s, then resumed. Lag: the primary's "
         "pg_stat_replication every 0.25 s (bytes not replayed; replay_lag) from the drop's "
         "start until the replica replayed its commit. Answers: previous / new / torn / error, "
-        f"classed by a get() of {args.sample} of the drop's papers (one statement).",
+        f"classed by a get() of {args.sample} of the drop's papers (one statement); "
+        "while lagging: those that ended after the commit and before the resume (paused) or "
+        "before a 20-ms poll saw the replay (streaming).",
         "",
         "| drop | rows | apply s | lag MB max / median | replay_lag s max / median | "
         "replayed after commit s | caught up s | answers (prev / new / torn / err) | "
