@@ -32,6 +32,8 @@ SLOT = "candlefire_replica"
 #: Set on the replica: its long reads are not cancelled by the primary's vacuum (the primary
 #: keeps the rows they read until they end).
 REPLICA_SETTINGS = ("hot_standby = on", "hot_standby_feedback = on")
+#: Longest Unix socket path Linux takes (sun_path is 108 bytes with its NUL).
+SOCKET_PATH_MAX = 107
 #: Seconds a base backup or a start may take before it is called failed.
 COMMAND_TIMEOUT = 3600
 
@@ -87,6 +89,7 @@ class EmbeddedReplica:
         if self.exists:
             raise ReplicaError(f"{self.data_dir} already holds a replica (`candlefire replica "
                                "remove` first to make a new one)")  # fmt: skip
+        self._check_socket_path()  # before the backup, not after it
         primary_dsn = self.primary.dsn  # starts the primary when needed
         self._drop_stale_slot(primary_dsn)
         owner = self._prepare_dir()
@@ -99,6 +102,11 @@ class EmbeddedReplica:
             conf.write("".join(f"{line}\n" for line in REPLICA_SETTINGS))
         log.info("replica made under %s (slot %s)", self.data_dir, self.slot)
         self.start()
+
+    def _check_socket_path(self) -> None:
+        if len(str(self.data_dir / ".s.PGSQL.5432")) > SOCKET_PATH_MAX:
+            raise ReplicaError(f"{self.data_dir} is too long a path for the replica's socket "
+                               f"(at most {SOCKET_PATH_MAX - 13} characters)")  # fmt: skip
 
     def _prepare_dir(self) -> str | None:
         """An empty 0700 data_dir the server's user owns (pg_basebackup runs as that user)."""
@@ -130,6 +138,7 @@ class EmbeddedReplica:
         """Start the standby if it is not running; its DSN."""
         if not self.exists:
             raise ReplicaError(f"no replica under {self.data_dir} (`candlefire replica create`)")
+        self._check_socket_path()
         if not self.is_running():
             _run_logged(["pg_ctl", "-D", str(self.data_dir), "-w", "-t", "600", "-o", '-h ""',
                   "-o", f"-k {self.data_dir}", "-l", str(self.data_dir / "log"), "start"],

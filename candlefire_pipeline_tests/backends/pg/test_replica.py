@@ -6,7 +6,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from candlefire_pipeline.backends.pg.replica import ReplicaError
+from candlefire_pipeline.backends.pg.replica import EmbeddedReplica, ReplicaError
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.backends.pg.wal import current_lsn, replay_position
 from candlefire_pipeline_tests.replicas import caught_up, primary_and_replica, set_replay
 
@@ -84,3 +85,11 @@ def test_remove_drops_the_slot_and_the_directory():
         with psycopg.connect(replica.primary.dsn, autocommit=True) as conn:
             slots = conn.execute("SELECT count(*) FROM pg_replication_slots").fetchone()[0]
         assert slots == 0
+
+
+def test_a_path_too_long_for_the_socket_is_refused_before_the_backup(tmp_path):
+    primary = EmbeddedPostgres(tmp_path / "primary")  # never started: refused first
+    replica = EmbeddedReplica(primary, tmp_path / ("r" * 120))
+    with pytest.raises(ReplicaError, match="too long a path"):
+        replica.create()
+    assert primary.pid is None and not replica.data_dir.exists()
