@@ -122,6 +122,8 @@ def test_a_promotion_the_replica_has_not_replayed_serves_the_previous_state(repl
         assert collection.count() == 4 and collection.target == PGVECTOR
         assert _documents(collection)[0] == DOCS["11"]
         assert reader.retrieve(QUERY).pmids and reader.backend_name == "pgvector"
+        with ServingReader(settings, embedder) as on_primary:  # the same answers as the primary's
+            assert on_primary.retrieve(QUERY).pmids == reader.retrieve(QUERY).pmids
 
 
 def test_a_drop_the_replica_has_not_replayed_serves_the_store_as_before_it(replica, deployment):
