@@ -41,6 +41,7 @@ from candlefire_pipeline.settings.orchestration import (
     executor_mode,
     sensor_interval_seconds,
 )
+from candlefire_pipeline.settings.replica import ReplicaSettings
 from candlefire_pipeline.settings.sections import (
     PG_ITERATIVE_SCANS,
     PG_QUANTIZATIONS,
@@ -192,6 +193,8 @@ class Settings(DataLayout):
     shadow: ShadowSettings = field(default_factory=ShadowSettings)
     #: the collection the app serves today, read (never written) by the adoption verbs
     app_collection: AppCollectionSettings = field(default_factory=AppCollectionSettings)
+    #: the app's reads from a streaming replica (CANDLEFIRE_PG_READ_DSN; unset: the store's DSN)
+    replica: ReplicaSettings = field(default_factory=ReplicaSettings)
 
     def embed_runtime(self, path: str) -> str:
         """The runtime configured for the "query" or "bulk" embedding path."""
@@ -261,6 +264,7 @@ class Settings(DataLayout):
             watch=WatchSettings.from_env() if parity else WatchSettings(),
             shadow=ShadowSettings.from_env() if parity else ShadowSettings(),
             app_collection=AppCollectionSettings.from_env() if parity else AppCollectionSettings(),
+            replica=ReplicaSettings.from_env() if parity else ReplicaSettings(),
         )
 
 

@@ -58,6 +58,11 @@ class DataLayout:
         return self.data_dir / "pg"
 
     @property
+    def pg_replica_dir(self) -> Path:
+        """The embedded streaming replica's data directory (`candlefire replica create`)."""
+        return self.data_dir / "pg_replica"
+
+    @property
     def reports_dir(self) -> Path:
         return self.data_dir / "reports"
 

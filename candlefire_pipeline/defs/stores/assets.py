@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from candlefire_pipeline.backends.factory import resolve_dsn
 from candlefire_pipeline.backends.pg.terms.summary import summarize
 from candlefire_pipeline.corpus.ledger import StoreLedger
 from candlefire_pipeline.defs.batch_metadata import batch_span, combined
@@ -31,6 +32,7 @@ from candlefire_pipeline.operations.retirement.view import (
     retired_stores,
     store_writes,
 )
+from candlefire_pipeline.operations.serving.replication import note_applied_drop
 from candlefire_pipeline.stores import CHROMA, PGVECTOR, QDRANT
 
 _SUMMED = (
@@ -62,7 +64,11 @@ def apply_metadata(
         retirement = retired_stores(settings).get(name)
         if retirement is not None:
             return _passed_over(context, StoreLedger(batches, name), keys, retirement)
-        return _applied(context, pipeline, store, keys, batches, generation)
+        metadata = _applied(context, pipeline, store, keys, batches, generation)
+    if name == PGVECTOR:
+        # how far a read replica must replay to show this drop (operations/serving/replication)
+        metadata["wal_lsn"] = note_applied_drop(settings, resolve_dsn(settings)) or "not recorded"
+    return metadata
 
 
 def _passed_over(context: dg.AssetExecutionContext, ledger: StoreLedger, keys, retirement):

@@ -8,6 +8,9 @@ unreadable switch serves Chroma of the default generation (the rollback floor) a
 pgvector when the file still shows Chroma retired.
 CANDLEFIRE_SERVING_BACKEND is the emergency lever on the default generation: "chroma" forces
 Chroma; "pgvector" is refused unless the latest parity report passes every gate now.
+With CANDLEFIRE_PG_READ_DSN (a streaming replica) pgvector is read there, and a new pgvector
+target is taken only once the replica has replayed the switch's change
+(operations/serving/replication.py: until then the previous target keeps serving).
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Generic, Self, TypeVar
 
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.generations.view import generation_settings
 from candlefire_pipeline.operations.generations.lifecycle import generation_embedder, registry
 from candlefire_pipeline.operations.parity import latest_evaluation
+from candlefire_pipeline.operations.serving.replication import ReplicaGate
 from candlefire_pipeline.operations.serving.state import (
     PROMOTED,
     ServingState,
@@ -84,6 +89,8 @@ class SwitchFollower(Generic[Served]):
         self.state: ServingState | None = None
         #: generation name -> its query embedder (the default's is the one given)
         self._embedders = {DEFAULT_NAME: embedder}
+        #: the read replica's replay position (None: pgvector is read where it is written)
+        self.replica = ReplicaGate(settings.replica) if settings.replica.configured else None
 
     def current(self) -> tuple[Served, Target]:
         """What serves this request and the target it reads (one decision per request)."""
@@ -94,9 +101,13 @@ class SwitchFollower(Generic[Served]):
             return self.served, self.target
 
     def _switch(self, seen) -> None:
-        self.state = self._read_state()
-        wanted = self._choose(self.state)
-        if wanted != self.target or self.served is None:
+        state = self._read_state()
+        wanted = self._choose(state)
+        moving = wanted != self.target or self.served is None
+        if moving and not self._replica_holds(state, wanted):
+            return  # the previous target serves; the switch is read again on the next request
+        self.state = state
+        if moving:
             view, embedder = self._generation(wanted.generation)
             served = self._open(wanted, view, embedder)  # open first: a failure keeps the old
             self._release()
@@ -108,14 +119,27 @@ class SwitchFollower(Generic[Served]):
             self._on_switch(self.state, wanted)
         self._seen = seen
 
+    def _replica_holds(self, state: ServingState, wanted: Target) -> bool:
+        """Whether what the switch names is on the read replica (always, without one)."""
+        if self.replica is None:
+            return True
+        return self.replica.ready_for(state, wanted, served=self.served is not None)
+
     def _generation(self, name: str):
         """(settings, query embedder) of a generation: the follower's own for the default."""
         if name == DEFAULT_NAME:
-            return self.settings, self._embedders[DEFAULT_NAME]
+            return self._read_from(self.settings), self._embedders[DEFAULT_NAME]
         generation = registry(self.settings).get(name)
         if name not in self._embedders:
             self._embedders[name] = self._make_embedder(self.settings, generation)
-        return generation_settings(self.settings, generation), self._embedders[name]
+        view = generation_settings(self.settings, generation)
+        return self._read_from(view), self._embedders[name]
+
+    def _read_from(self, view: Settings) -> Settings:
+        """The settings the served store opens with: pgvector on the replica when one is set."""
+        if self.replica is None:
+            return view
+        return replace(view, pg_dsn=self.settings.replica.read_dsn)
 
     def _read_state(self) -> ServingState:
         try:
@@ -162,6 +186,8 @@ class SwitchFollower(Generic[Served]):
     def close(self) -> None:
         self._release()
         self.target = None
+        if self.replica is not None:
+            self.replica.close()
 
 
 class FollowsSwitch:

@@ -49,6 +49,8 @@ HISTORY_TABLE = QueuedTable(
         "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS previous text",
         # added by retirement: the retired stores, comma-joined (NULL: none)
         "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS retired text",
+        # added by the read replica: the primary's WAL position at the change (NULL: unknown)
+        "ALTER TABLE serving_backend_history ADD COLUMN IF NOT EXISTS wal_lsn text",
         "CREATE UNIQUE INDEX IF NOT EXISTS serving_backend_history_entry"
         " ON serving_backend_history (entry_id)",
     ),
@@ -64,6 +66,7 @@ HISTORY_TABLE = QueuedTable(
         "generation",
         "previous",
         "retired",
+        "wal_lsn",
     ),  # fmt: skip
     key="entry_id",
 )

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
+from candlefire_pipeline.backends.pg.wal import primary_lsn
 from candlefire_pipeline.fsutil import file_lock, write_atomic
 from candlefire_pipeline.generations.registry import GenerationError, stored_registry
 from candlefire_pipeline.generations.served import note_served
@@ -191,7 +192,10 @@ def transition(
         decision = decide(current, event, evidence)
         before = current
         if decision.outcome == CHANGED:
+            # what a replica must have replayed before its readers follow this change
+            recorded = {"wal_lsn": primary_lsn(dsn), "applied_lsn": current.applied_lsn}
             current = _next_state(current, decision, evidence, reason.strip(), actor)
+            current = replace(current, **recorded)
             write_atomic(settings.serving_file, current.to_json())
             queue_entry(settings.serving_pending_file, _entry(current))
             log.info("serving switch: %s (%s)", current.describe(), decision.message)

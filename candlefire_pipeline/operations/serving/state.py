@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from candlefire_pipeline.backends.pg.wal import is_lsn
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.serving.proofs import Rebuilt, Soak
 from candlefire_pipeline.parity.gate_result import GateResult
@@ -109,6 +110,11 @@ class ServingState:
     previous: Target | None = None  # what a rollback returns to (None: Chroma, default)
     #: store -> its retirement (only the reference can be retired, only while pgvector serves)
     retired: dict[str, Retirement] = field(default_factory=dict)
+    #: the primary's WAL position (LSN) when the switch last changed: a reader on a replica moves
+    #: to the new target once it has replayed that far (None: not recorded, e.g. Postgres down)
+    wal_lsn: str | None = None
+    #: the primary's WAL position when a drop was last applied while pgvector served
+    applied_lsn: str | None = None
 
     @property
     def backend(self) -> str:
@@ -248,6 +254,9 @@ def read_state(path: Path) -> ServingState:
     retired = _retired(path, data.get("retired"))
     if retired and BACKEND_OF[state] == REFERENCE:
         raise ValueError(f"{path}: {REFERENCE} serves ({state}) but is recorded as retired")
+    for key in ("wal_lsn", "applied_lsn"):
+        if data.get(key) is not None and not is_lsn(data[key]):
+            raise ValueError(f"{path}: {key!r} is not a WAL position: {data[key]!r}")
     fields = {k: data.get(k) for k in ServingState.__dataclass_fields__ if k in data}
     return ServingState(**{**fields, "state": state, "failing": failing, "generation": generation,
                            "previous": previous, "retired": retired})  # fmt: skip

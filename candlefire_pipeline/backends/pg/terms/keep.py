@@ -29,6 +29,15 @@ EVICT_TO = 0.9
 FLUSH_LOCK_TIMEOUT = "200ms"
 
 
+#: What a connection that may not write says: a read-only role or transaction, no grant, or a hot
+#: standby (it refuses the SET TRANSACTION READ WRITE itself: "during recovery").
+READ_ONLY_ERRORS = (
+    psycopg.errors.ReadOnlySqlTransaction,
+    psycopg.errors.InsufficientPrivilege,
+    psycopg.errors.FeatureNotSupported,
+)
+
+
 class ReadOnlyCache(RuntimeError):
     """This connection may not write the cache (read-only role, standby, no grant)."""
 
@@ -76,7 +85,7 @@ def keep(
                 cur.executemany(upsert_query(names), [_params(key, e, v) for e, v in entries])
             _evict(conn, names, max_entries)
         return True
-    except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+    except READ_ONLY_ERRORS as exc:
         raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
 
 
@@ -149,5 +158,5 @@ def flush_uses(conn: psycopg.Connection, names: Names, uses: dict[int, int]) -> 
         return True
     except psycopg.errors.LockNotAvailable:
         return False
-    except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+    except READ_ONLY_ERRORS as exc:
         raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
