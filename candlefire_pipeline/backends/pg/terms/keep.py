@@ -103,7 +103,7 @@ def keep_first(conn: psycopg.Connection, names: Names, key: Key, text: str, chun
                 return False
             params = [chunk_id, key.kind, key.recipe, key.model_id, text]
             return conn.execute(query, params).rowcount == 1
-    except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+    except READ_ONLY_ERRORS as exc:
         raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
 
 
