@@ -1,6 +1,6 @@
 """`candlefire`: demo, status, rollback, promote, retire, unretire, query, repair, maintain,
 register-drops, fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc),
-adopt (report, import, status)."""
+adopt (report, import, status), backup (enable, take, list), restore."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from candlefire_pipeline import cli_adopt, cli_serving
+from candlefire_pipeline import cli_adopt, cli_backup, cli_serving
 from candlefire_pipeline.settings import Settings, redact_dsn
 from candlefire_pipeline.stores import BACKEND_NAMES
 
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
-OPERATOR_COMMANDS = ("status", "rollback", "promote", "query", "retire", "unretire")
+OPERATOR_COMMANDS = (
+    "status", "rollback", "promote", "query", "retire", "unretire", "backup", "restore",
+)  # fmt: skip
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -186,6 +188,7 @@ def _parser() -> argparse.ArgumentParser:
 
     cli_generations.add_parser(add, common)
     cli_adopt.add_parser(add)
+    cli_backup.add_parser(add)
     return parser
 
 
@@ -201,6 +204,7 @@ COMMANDS = {
     "generation": cmd_generation,
     **cli_serving.COMMANDS,
     **cli_adopt.COMMANDS,
+    **cli_backup.COMMANDS,
 }
 
 
