@@ -3,7 +3,13 @@ the store holds."""
 
 from __future__ import annotations
 
+import shutil
+import signal
+
+import psutil
+
 from candlefire_pipeline.backends.factory import opened_backend
+from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.operations.batches import EMBEDDER, apply, write_batch
@@ -35,3 +41,17 @@ def backed_up(settings: Settings, capsys) -> str:
     code, out, err = command(capsys, "backup", "take")
     assert code == 0, err
     return out
+
+
+def lose_data_dir(settings: Settings) -> None:
+    """The disk under data/pg dies: every server process SIGKILLed at once (no shutdown path
+    runs, so the WAL segment being written never reaches the archive), then the folder gone."""
+    server = EmbeddedPostgres(settings.pg_data_dir)
+    server.dsn  # noqa: B018 - the handle of the running server, for its pid
+    postmaster = psutil.Process(server.pid)
+    processes = [postmaster, *postmaster.children(recursive=True)]
+    for process in processes:
+        process.send_signal(signal.SIGKILL)
+    psutil.wait_procs(processes, timeout=30)
+    server.stop()  # forgets the handle
+    shutil.rmtree(settings.pg_data_dir)
