@@ -1,8 +1,9 @@
-"""The vacuous and the external cases of backup and restore, and a generation promoted after
-the backup: restore with no backup, a backup of an empty store, `--reconcile-only` on an
-external Postgres."""
+"""The vacuous and the external cases of backup and restore: restore with no backup, a backup
+of an empty store, `backup take` and `restore --reconcile-only` on an external Postgres."""
 
 from __future__ import annotations
+
+import pytest
 
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.corpus.ledger import expected_chunks
@@ -10,6 +11,9 @@ from candlefire_pipeline.operations.backup.manifest import backups
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.operations.backup.steps import backed_up, command, held, ingest
 from candlefire_pipeline_tests.operations.batches import paper
+
+#: every test here starts an embedded Postgres of its own
+pytestmark = pytest.mark.server
 
 
 def test_restore_without_a_backup_and_a_backup_of_an_empty_store(deployment, capsys):

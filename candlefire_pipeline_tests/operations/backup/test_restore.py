@@ -4,6 +4,8 @@ archive."""
 
 from __future__ import annotations
 
+import pytest
+
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.backends.pg.terms.audit import audit
@@ -18,10 +20,14 @@ from candlefire_pipeline_tests.operations.backup.steps import (
 )
 from candlefire_pipeline_tests.operations.batches import paper
 
+#: every test here starts an embedded Postgres of its own
+pytestmark = pytest.mark.server
+
 
 def test_a_lost_data_directory_is_restored_and_the_ledger_reapplied(
     deployment, monkeypatch, capsys
 ):
+
     settings = deployment
     # no timed segment switch: what the archive lacks at the loss is exactly b2 and b3
     monkeypatch.setattr(archive, "ARCHIVE_TIMEOUT", "0")

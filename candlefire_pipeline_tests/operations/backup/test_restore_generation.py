@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.ledger import expected_chunks
@@ -23,10 +25,14 @@ from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.generations.deployment import build, deploy
 from candlefire_pipeline_tests.operations.backup.steps import backed_up, command, lose_data_dir
 
+#: every test here starts an embedded Postgres of its own
+pytestmark = pytest.mark.server
+
 
 def test_a_generation_promoted_after_the_backup_is_rebuilt_before_it_serves(
     deployment, monkeypatch, capsys
 ):
+
     root = deployment.data_dir.parent
     settings = deploy(monkeypatch, root, EmbeddedPostgres(deployment.pg_data_dir).dsn)
     monkeypatch.delenv("CANDLEFIRE_PG_DSN")  # the same server, as the embedded one

@@ -4,6 +4,7 @@ the point, the ledger re-applies what came after, the old directory is moved asi
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.corpus.ledger import expected_chunks
@@ -11,6 +12,9 @@ from candlefire_pipeline.operations.backup import archive
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.operations.backup.steps import backed_up, command, held, ingest
 from candlefire_pipeline_tests.operations.batches import paper
+
+#: every test here starts an embedded Postgres of its own
+pytestmark = pytest.mark.server
 
 
 def _lsn(settings: Settings) -> str:
