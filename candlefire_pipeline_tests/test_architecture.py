@@ -32,6 +32,7 @@ LAYERS = [
     {"cli_generations"},  # `generation build` loads the code location to run its job
     {"cli_serving"},  # rollback, promote, retire, unretire: the verbs that move the switch
     {"cli_adopt"},  # adopt report, import, status: the app's own collection
+    {"cli_backup"},  # backup enable, take, list; restore: the embedded Postgres
     {"cli"},
 ]
 #: The Dagster layer: every other module must import without loading dagster.
