@@ -10,14 +10,15 @@ def _mb(n: int) -> str:
 def markdown(results: list[dict], load_note: str, model: str) -> str:
     rows = [
         "| chunks | backup (pg_basebackup + pg_verifybackup) | base bytes | WAL archived | restore "
-        "total | of it: WAL replay | chunks re-applied from the ledger |",
+        "total | of it: base copied + WAL replayed | chunks re-applied from the ledger |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in results:
         rows.append(
             f"| {r['size']:,} | {r['backup_seconds']:.1f} s | {_mb(r['backup_bytes'])} | "
             f"{_mb(r['wal_bytes'])} | {r['restore_seconds']:.1f} s | {r['replay_seconds']:.1f} s "
-            f"| {r['rows_written']:,} (last {r['after']} of {r['drops']} drops) |"
+            f"| {r['rows_written']:,} ({r['after']} of {r['drops']} drops accepted after the "
+            "backup) |"
         )
     checks = "; ".join(f"{r['size']:,}: {r['checks']}" for r in results)
     found = "; ".join(
@@ -36,7 +37,8 @@ def markdown(results: list[dict], load_note: str, model: str) -> str:
         "",
         *rows,
         "",
-        f"What the restore found before re-applying: {found}. Checks: {checks}.",
+        f"What the restore found after the replay, before re-applying: {found} (the WAL the "
+        f"kill took with it). Checks: {checks}.",
         "",
         load_note,
     ])  # fmt: skip
