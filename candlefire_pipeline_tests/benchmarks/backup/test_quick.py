@@ -28,4 +28,5 @@ def test_the_quick_run_restores_what_the_ledger_holds_and_writes_nothing(
     assert "(1 of 4 drops accepted after the backup)" in row
     assert "missing 0," not in out.split("What the restore found")[1].split(".")[0]
     assert "(btree, gin, hnsw)" in out and "recall@10" in out
+    assert "; 0 term cache entries" not in out  # the kept terms were audited
     assert not (tmp_path / "BENCHMARKS.md").exists()
