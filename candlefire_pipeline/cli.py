@@ -1,6 +1,7 @@
 """`candlefire`: demo, status, rollback, promote, retire, unretire, query, repair, maintain,
 register-drops, fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc),
-adopt (report, import, status), replica (create, start, stop, status, remove)."""
+adopt (report, import, status), replica (create, start, stop, status, remove), backup (enable,
+take, list), restore."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from candlefire_pipeline import cli_adopt, cli_replica, cli_serving
+from candlefire_pipeline import cli_adopt, cli_backup, cli_replica, cli_serving
 from candlefire_pipeline.settings import Settings, redact_dsn
 from candlefire_pipeline.stores import BACKEND_NAMES
 
 #: Commands an operator runs under pressure: any failure is one line on stderr, not a traceback.
-OPERATOR_COMMANDS = ("status", "rollback", "promote", "query", "retire", "unretire", "replica")
+OPERATOR_COMMANDS = (
+    "status", "rollback", "promote", "query", "retire", "unretire", "replica", "backup",
+    "restore",
+)  # fmt: skip
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -187,6 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_generations.add_parser(add, common)
     cli_adopt.add_parser(add)
     cli_replica.add_parser(add)
+    cli_backup.add_parser(add)
     return parser
 
 
@@ -203,6 +208,7 @@ COMMANDS = {
     **cli_serving.COMMANDS,
     **cli_adopt.COMMANDS,
     "replica": cli_replica.cmd_replica,
+    **cli_backup.COMMANDS,
 }
 
 

@@ -33,6 +33,7 @@ LAYERS = [
     {"cli_serving"},  # rollback, promote, retire, unretire: the verbs that move the switch
     {"cli_adopt"},  # adopt report, import, status: the app's own collection
     {"cli_replica"},  # replica create, start, stop, status, remove: the app's read replica
+    {"cli_backup"},  # backup enable, take, list; restore: the embedded Postgres
     {"cli"},
 ]
 #: The Dagster layer: every other module must import without loading dagster.
