@@ -22,7 +22,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import STOP_WAIT_SECONDS, EmbeddedPostgres
 from candlefire_pipeline.backends.pg.system_user import ensure_system_user
 
 log = logging.getLogger(__name__)
@@ -149,8 +149,8 @@ class EmbeddedReplica:
     def stop(self, mode: str = "fast") -> None:
         """Stop the standby (its data and slot stay: it catches up when started again)."""
         if self.is_running():
-            _run(["pg_ctl", "-D", str(self.data_dir), "-w", "-m", mode, "stop"],
-                 self.primary.system_user, "stop")  # fmt: skip
+            stop = ["-w", "-t", STOP_WAIT_SECONDS, "-m", mode, "stop"]
+            _run(["pg_ctl", "-D", str(self.data_dir), *stop], self.primary.system_user, "stop")
             log.info("replica under %s stopped", self.data_dir)
 
     def remove(self) -> None:

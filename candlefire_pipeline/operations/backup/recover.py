@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
+from candlefire_pipeline.backends.pg.server import STOP_WAIT_SECONDS, EmbeddedPostgres
 from candlefire_pipeline.operations.backup import archive
 from candlefire_pipeline.operations.backup.manifest import BackupManifest, backup_path
 from candlefire_pipeline.operations.backup.tools import (
@@ -152,7 +152,8 @@ def _stop(staging: Path, user: str | None) -> None:
     if not (staging / "postmaster.pid").exists():
         return
     try:
-        run("pg_ctl", ["-D", str(staging), "-w", "-m", "fast", "stop"], user=user)
+        run("pg_ctl", ["-D", str(staging), "-w", "-t", STOP_WAIT_SECONDS, "-m", "fast", "stop"],
+            user=user)  # fmt: skip
     except BackupError as exc:  # a replay that failed left a stale pid file, no server
         log.info("staging server under %s: %s", staging, exc)
 
