@@ -22,12 +22,15 @@ from candlefire_pipeline.operations.indexing import apply_batch
 from candlefire_pipeline_tests.backends.pg.terms.corpus import Corpus
 from candlefire_pipeline_tests.fixtures_backends import pg_data_root
 from candlefire_pipeline_tests.reliability.drill.workload import Workload
+from candlefire_pipeline_tests.reliability.helpers import wait_for
 
 pytestmark = pytest.mark.server
 
 DISK_MB = 200
 #: Space left free when the disk is filled: far less than the drop needs.
 LEFT_FREE = 256 * 1024
+#: WAL left in the current segment when the drop starts (the WAL-on-the-full-disk layout).
+WAL_LEFT = 16 * 1024
 WAL_ELSEWHERE, WAL_ON_THE_FULL_DISK = "wal_elsewhere", "wal_on_the_full_disk"
 
 
@@ -63,6 +66,42 @@ def move_wal(server: EmbeddedPostgres, target: Path) -> None:
     server.dsn  # noqa: B018 - start it again
 
 
+def at_a_wal_segment_end(dsn: str) -> None:
+    """The WAL a few KB before its segment's end, with no segment recycled ahead of it: the
+    drop's first WAL needs a new segment file on the full disk (the case that PANICs)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET wal_recycle = off")
+        conn.execute("SELECT pg_reload_conf()")
+        conn.execute("CHECKPOINT")
+        segment = int(conn.execute("SELECT setting FROM pg_settings"
+                                   " WHERE name = 'wal_segment_size'").fetchone()[0])  # fmt: skip
+        offset = conn.execute(
+            "SELECT file_offset FROM pg_walfile_name_offset(pg_current_wal_insert_lsn())"
+        ).fetchone()[0]
+        filler = segment - offset - WAL_LEFT
+        conn.execute("SELECT pg_logical_emit_message(false, 'drill', repeat('x', %s))", [filler])
+
+
+def _answers(server: EmbeddedPostgres) -> bool:
+    """A connection to the running server succeeds: it is out of crash recovery."""
+    dsn = server.running_dsn()
+    if dsn is None:
+        return False
+    try:
+        psycopg.connect(dsn, connect_timeout=5).close()
+    except psycopg.Error:
+        return False
+    return True
+
+
+def back_up(server: EmbeddedPostgres) -> None:
+    """After a PANIC the server recovers on its own once space is back, or it gave up and
+    exited: then it is started again (crash recovery) by the next `dsn`."""
+    wait_for(lambda: _answers(server) or not server.is_running(), "crash recovery", lambda: True)
+    if not server.is_running():
+        server.stop()  # forget the dead server's handle
+
+
 def workload(batches: Path) -> Workload:
     corpus = Corpus(random.Random(44))
     return Workload(corpus.rows(corpus.add(2_000)), batches, seed=44)
@@ -96,6 +135,8 @@ def test_a_full_disk_fails_the_drop_whole_and_the_next_run_converges(layout, tmp
             apply(server.dsn, load, load.first_batch())
             before = held(server.dsn)
             drop = load.next_drop(0.5)
+            if layout == WAL_ON_THE_FULL_DISK:
+                at_a_wal_segment_end(server.dsn)
             filler = fill(disk)
 
             with pytest.raises((StoreFullError, psycopg.OperationalError)) as raised:
@@ -107,11 +148,18 @@ def test_a_full_disk_fails_the_drop_whole_and_the_next_run_converges(layout, tmp
                 assert str(server.data_dir) in str(error) and "\n" not in str(error)
                 assert "No space left on device" in str(error)
                 assert held(server.dsn) == before  # read with the disk still full
+            else:  # the WAL could not grow: Postgres PANICs, the client loses its connection
+                assert not isinstance(error, StoreFullError)
+                assert "server closed the connection" in str(error)
+                log = (server.data_dir / "log").read_text(errors="replace").splitlines()
+                panics = [line for line in log if "PANIC:" in line]
+                print("server log:", *panics[:2], sep="\n  ")
+                assert panics and "No space left on device" in panics[0]
             print(f"{layout}: {type(error).__name__}: {error}")
             assert drop not in StoreLedger(load.batches_dir, "pgvector").applied()
 
             filler.unlink()  # space is back
-            server.stop()  # a PANIC may have left it down: start it (crash recovery)
+            back_up(server)
             assert held(server.dsn) == before
             apply(server.dsn, load, drop)
             assert held(server.dsn) == expected_chunks(load.batches_dir)
