@@ -7,7 +7,7 @@ from benchmarks.common import options
 from benchmarks.registry import Benchmark
 
 #: Kill points per stage in a full run (>= 50 in all); --quick: one each.
-POINTS = {"copy": 11, "upkeep": 10, "phrase": 8, "hnsw": 5, "switch": 8, "unretire": 8}
+POINTS = {"copy": 14, "upkeep": 12, "phrase": 5, "hnsw": 4, "switch": 8, "unretire": 7}
 
 
 def drill_options(parser) -> None:

@@ -24,12 +24,14 @@ def per_stage(points: int) -> dict[str, int]:
     return dict(POINTS) if points == 0 else {name: points for name in POINTS}
 
 
-def markdown(points: list[KillPoint], args, seconds: float) -> str:
+def markdown(points: list[KillPoint], args, seconds: float, running: bool = False) -> str:
     """The section: the headline, the run's figures, then every point's place and outcome."""
     recalls = [p.figures["recall"] for p in points if "recall" in p.figures]
+    state = "(still running) " if running else ""
     lines = [
-        f"**{summary(points)}** at {args.size:,} chunks ({args.dim}-dim hashing vectors; drops "
-        f"revising {args.share:.0%} of the papers), seed {args.seed}, {seconds / 60:.1f} min.",
+        f"{state}**{summary(points)}** at {args.size:,} chunks ({args.dim}-dim hashing vectors; "
+        f"drops revising {args.share:.0%} of the papers), seed {args.seed}, "
+        f"{seconds / 60:.1f} min.",
         "",
         f"HNSW recall@10 against a sequential scan after each drop point: min "
         f"{min(recalls, default=1.0):.2f}, mean {sum(recalls) / max(len(recalls), 1):.3f}.",
@@ -53,10 +55,19 @@ def run(args, out) -> None:
     root.chmod(0o755)  # the server's Unix user reaches its data directory under it
     server = EmbeddedPostgres(root / "pg")
     started = time.perf_counter()
+    drills: list[Drill] = []
+
+    def emit(line: str) -> None:
+        """Each point's line printed, and the section so far written (a long run)."""
+        print(line, flush=True)
+        if drills and drills[0].points:
+            seconds = time.perf_counter() - started
+            out.write("drill", markdown(drills[0].points, args, seconds, running=True))
+
     try:
-        drill = Drill(server, root / "drill", rows, args.seed, share=args.share,
-                      emit=lambda line: print(line, flush=True),
+        drill = Drill(server, root / "drill", rows, args.seed, share=args.share, emit=emit,
                       max_delays=MAX_DELAYS if not args.quick else None)  # fmt: skip
+        drills.append(drill)
         drill.load()
         points = drill.run(per_stage(args.points))
     finally:
