@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.retirement.ledger import write_batch
@@ -108,10 +107,3 @@ def _runs(pmids: list[str]):
         if i == len(pmids) or pmids[i] != pmids[start]:
             yield pmids[start], start, i - start
             start = i
-
-
-def check_adjacent(rows: pa.Table) -> None:
-    """A paper's chunks must be adjacent (as the chunker writes them)."""
-    runs = sum(1 for _ in _runs(rows["pmid"].to_pylist()))
-    if runs != pc.count_distinct(rows["pmid"]).as_py():
-        raise ValueError("a paper's chunks are not adjacent in the workload's rows")
