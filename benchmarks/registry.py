@@ -12,7 +12,7 @@ from dataclasses import dataclass
 #: The topic packages, in the order `--list` shows them.
 TOPICS = (
     "load", "embedding", "throughput", "retrieval", "scale", "filters", "churn", "cold_start",
-    "shadow", "generations", "app", "retirement", "adopt", "replica", "backup",
+    "shadow", "generations", "app", "retirement", "adopt", "replica", "backup", "drill",
 )  # fmt: skip
 
 

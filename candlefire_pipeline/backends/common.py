@@ -32,6 +32,11 @@ class BackendUnavailableError(RuntimeError):
     """The store could not be reached or opened; the message never holds a password."""
 
 
+class StoreFullError(RuntimeError):
+    """The store's disk is full: the write was rolled back whole; a retry fails the same way
+    until space is freed (never transient)."""
+
+
 def check_substring_mode(mode: str) -> str:
     if mode not in SUBSTRING_MODES:
         raise ValueError(f"substring_mode must be one of {SUBSTRING_MODES}, got {mode!r}")

@@ -8,7 +8,7 @@ import httpx
 import psycopg
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
-from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.common import BackendUnavailableError, StoreFullError
 
 #: Raised when a server cannot be reached, went away mid-call, or asked the client to retry.
 TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
@@ -23,6 +23,7 @@ TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 #: Never retried, whatever caused them: the same input fails the same way every time.
 DATA_ERROR_TYPES: tuple[type[BaseException], ...] = (
     DimensionMismatchError,
+    StoreFullError,  # wraps disk_full (an OperationalError): a retry meets the same full disk
     psycopg.DataError,
     psycopg.IntegrityError,
     psycopg.ProgrammingError,

