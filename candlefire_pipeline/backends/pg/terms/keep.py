@@ -10,7 +10,8 @@ that may not write, a standby, or a lock held elsewhere only means answers are n
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import psycopg
@@ -76,17 +77,13 @@ def keep(
     """Store computed entries (with the vector each was ranked by); False when not kept."""
     if not entries:
         return True
-    try:
-        with conn.transaction():
-            conn.execute("SET TRANSACTION READ WRITE")
-            if not _may_keep(conn, names, version):
-                return False
-            with conn.cursor() as cur:
-                cur.executemany(upsert_query(names), [_params(key, e, v) for e, v in entries])
-            _evict(conn, names, max_entries)
-        return True
-    except READ_ONLY_ERRORS as exc:
-        raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
+    with _writing(conn):
+        if not _may_keep(conn, names, version):
+            return False
+        with conn.cursor() as cur:
+            cur.executemany(upsert_query(names), [_params(key, e, v) for e, v in entries])
+        _evict(conn, names, max_entries)
+    return True
 
 
 def keep_first(conn: psycopg.Connection, names: Names, key: Key, text: str, chunk_id: str,
@@ -96,13 +93,21 @@ def keep_first(conn: psycopg.Connection, names: Names, key: Key, text: str, chun
         "UPDATE {e} SET abstract_first = %s WHERE kind = %s AND recipe = %s AND model_id = %s "
         "AND text = %s AND abstract_known AND abstract_witness IS NOT NULL"
     ).format(e=schema.terms_table(names))
+    with _writing(conn):
+        if not _may_keep(conn, names, version):
+            return False
+        params = [chunk_id, key.kind, key.recipe, key.model_id, text]
+        return conn.execute(query, params).rowcount == 1
+
+
+@contextmanager
+def _writing(conn: psycopg.Connection) -> Iterator[None]:
+    """A read-write transaction of the cache's; a connection that may not write raises
+    ReadOnlyCache."""
     try:
         with conn.transaction():
             conn.execute("SET TRANSACTION READ WRITE")
-            if not _may_keep(conn, names, version):
-                return False
-            params = [chunk_id, key.kind, key.recipe, key.model_id, text]
-            return conn.execute(query, params).rowcount == 1
+            yield
     except READ_ONLY_ERRORS as exc:
         raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
 
@@ -151,12 +156,9 @@ def flush_uses(conn: psycopg.Connection, names: Names, uses: dict[int, int]) -> 
         "FROM unnest(%s::bigint[], %s::bigint[]) AS u(id, n) WHERE e.id = u.id"
     ).format(e=schema.terms_table(names))
     try:
-        with conn.transaction():
-            conn.execute("SET TRANSACTION READ WRITE")
+        with _writing(conn):
             conn.execute("SELECT set_config('lock_timeout', %s, true)", [FLUSH_LOCK_TIMEOUT])
             conn.execute(query, [ids, counts])
         return True
     except psycopg.errors.LockNotAvailable:
         return False
-    except READ_ONLY_ERRORS as exc:
-        raise ReadOnlyCache(str(exc).strip().splitlines()[0]) from None
