@@ -7,13 +7,13 @@ from benchmarks.common import options
 from benchmarks.registry import Benchmark
 
 #: Kill points per stage in a full run (>= 50 in all); --quick: one each.
-POINTS = {"copy": 14, "upkeep": 12, "phrase": 5, "hnsw": 4, "switch": 8, "unretire": 7}
+POINTS = {"copy": 14, "upkeep": 12, "phrase": 5, "hnsw": 4, "switch": 8, "unretire": 7, "adopt": 6}
 
 
 def drill_options(parser) -> None:
     options.size(parser, 62_196, quick=1_500)
     options.option(parser, "--points", options.positive_int, 0, quick=1,
-                   help="kill points per stage (0: the full run's mix, 50 in all)")  # fmt: skip
+                   help="kill points per stage (0: the full run's mix, 56 in all)")  # fmt: skip
     options.option(parser, "--dim", options.positive_int, 128, quick=32,
                    help="vector dimension (hashing vectors: the drill needs no model)")  # fmt: skip
     options.option(parser, "--seed", options.positive_int, 20261206,
@@ -26,7 +26,8 @@ BENCHMARKS = (
     Benchmark(
         name="drill",
         summary="SIGKILL of Postgres or the run worker at random points of a drop (COPY, term"
-        " cache upkeep, phrase and HNSW builds, switch writes, unretire's rebuild) at 62k chunks",
+        " cache upkeep, phrase and HNSW builds, switch writes, unretire's rebuild, an adoption"
+        " import) at 62k chunks",
         sections=("drill",),
         run="benchmarks.drill.run:run",
         add_options=drill_options,

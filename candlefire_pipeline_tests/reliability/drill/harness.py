@@ -33,7 +33,7 @@ from candlefire_pipeline.backends.pg.sql import Names
 from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline.operations.serving.machine import sync_history
 from candlefire_pipeline.settings import Settings
-from candlefire_pipeline_tests.reliability.drill import checks, kill, worker
+from candlefire_pipeline_tests.reliability.drill import adopt, checks, kill, worker
 from candlefire_pipeline_tests.reliability.drill.stages import SERVER, Stage, stages
 from candlefire_pipeline_tests.reliability.drill.workload import Workload
 
@@ -69,7 +69,7 @@ class Drill:
     def __init__(self, server: EmbeddedPostgres, root: Path, rows: pa.Table, seed: int,
                  share: float = 0.05, emit: Callable[[str], None] = print,
                  bulk_rows: int = 1_000, max_delays: dict[str, float] | None = None,
-                 ) -> None:  # fmt: skip
+                 adopt_papers: int = 300) -> None:  # fmt: skip
         self.server, self.root, self.seed, self.share, self.emit = server, root, seed, share, emit
         self.bulk_rows = bulk_rows
         self.rng = random.Random(seed)
@@ -82,6 +82,7 @@ class Drill:
         self.words = self.workload.sample_words(12)
         self.embedder = HashingEmbedder(dim=self.workload.dim)
         self.points: list[KillPoint] = []
+        self.adopt_papers, self.app_rows = adopt_papers, None
 
     # set-up ----------------------------------------------------------------------------------
     def config(self, **extra) -> dict:
@@ -120,6 +121,8 @@ class Drill:
         if stage.step == "unretire":
             self._forget_in_chroma()
             return self.config()
+        if stage.step == "adopt":
+            return adopt.prepare(self._adopt_config())
         if stage.name == "hnsw":
             return self._first_build_config()
         self.warm()
@@ -142,6 +145,15 @@ class Drill:
         store.reset()
         store.close()
         return config
+
+    def _adopt_config(self) -> dict:
+        """The app's collection (built once, its rows read once), a deployment to import into."""
+        folder = self.root / "app-chroma"
+        if self.app_rows is None:
+            adopt.build_app_collection(folder, self.adopt_papers, self.seed)
+            self.app_rows = adopt.app_side(folder, self.root / "app-copy")
+        return self.config(table=adopt.TABLE, app_folder=str(folder),
+                           adopt_data=str(self.root / "adopt"))  # fmt: skip
 
     def _forget_in_chroma(self) -> None:
         """Chroma lacking a share of the papers (and the drops since): what unretire writes."""
@@ -167,6 +179,8 @@ class Drill:
                 self._recover(stage, config, killed_worker=False)  # still a drop to finish
                 return None
             self._kill(target, proc)
+            if stage.step == "adopt":  # its files say where the import was
+                point.place += adopt.left(config)
         finally:
             if proc.poll() is None:
                 kill.kill_worker(proc)
@@ -233,6 +247,10 @@ class Drill:
                 time.sleep(0.02)
 
     def _check(self, stage: Stage, config: dict, point: KillPoint) -> None:
+        if stage.step == "adopt":
+            rng = np.random.default_rng(point.number)
+            point.failures, point.figures = adopt.adopt_failures(config, self.app_rows, rng)
+            return
         if stage.step == "switch":
             point.failures += checks.switch_failures(self.settings, self.server.dsn)
             return

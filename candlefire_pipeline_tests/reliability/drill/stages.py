@@ -36,4 +36,7 @@ def stages(table: str, first_build_table: str) -> dict[str, Stage]:
                         max_delay_s=0.6),
         "unretire": Stage("unretire", "unretire", Phase("unretire's Chroma rebuild"),
                           targets=(WORKER,), max_delay_s=1.5),
+        # timed from `go`: a kill may land in the read, a part's publish, the first build
+        # (COPY, index builds) or the ledger markers written after its commit
+        "adopt": Stage("adopt", "adopt", Phase("adoption import"), max_delay_s=1.5),
     }  # fmt: skip

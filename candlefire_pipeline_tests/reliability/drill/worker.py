@@ -20,6 +20,7 @@ from candlefire_pipeline.operations.serving.machine import transition
 from candlefire_pipeline.operations.serving.table import ROLLBACK
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import REFERENCE
+from candlefire_pipeline_tests.reliability.drill.adopt import adopt_step
 
 #: Switch changes one switch-stage run makes (each writes the file, queues and inserts history).
 SWITCH_CHANGES = 40
@@ -63,7 +64,7 @@ def unretire_step(config: dict, announce=lambda: None) -> None:
         chroma.close()
 
 
-STEPS = {"drop": drop_step, "switch": switch_step, "unretire": unretire_step}
+STEPS = {"drop": drop_step, "switch": switch_step, "unretire": unretire_step, "adopt": adopt_step}
 
 
 def main(argv: list[str]) -> int:
