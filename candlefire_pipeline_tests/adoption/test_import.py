@@ -137,7 +137,8 @@ settings = replace(deployment.settings, pg_table=sys.argv[3],
                    app_collection=replace(deployment.settings.app_collection, part_rows=3))
 from candlefire_pipeline.backends.pg import bulk
 where, at = sys.argv[4].split(":")
-module, name = {"chroma_part": (apply, "apply_batch"), "pg_copy": (bulk, "copy_rows")}[where]
+module, name = {"chroma_part": (apply, "apply_batch"), "pg_copy": (bulk, "copy_rows"),
+                "pg_markers": (apply, "_record")}[where]
 real, calls = getattr(module, name), [0]
 
 def dying(*args, **kwargs):
@@ -151,8 +152,23 @@ importer.run_import(settings, embedder_for(settings, "bulk"))
 """
 
 
-#: a Chroma part applied (the second of four), the pgvector first build mid-COPY (its third part)
-@pytest.mark.parametrize("killed_at", ["chroma_part:2", "pg_copy:3"])
+#: a Chroma part applied (the second of four), the pgvector first build mid-COPY (its third part),
+#: the first build committed but its ledger markers not yet written (found by the crash drill's
+#: adopt stage: the re-run applies the parts one by one over the loaded table, and a paper cut
+#: across two parts is replaced by its first part's chunks, then gets the rest back at the end)
+@pytest.mark.parametrize(
+    "killed_at",
+    [
+        "chroma_part:2",
+        "pg_copy:3",
+        pytest.param(
+            "pg_markers:1",
+            marks=pytest.mark.xfail(
+                strict=True, reason="re-run after the commit, before the markers: order lost"
+            ),
+        ),
+    ],
+)
 def test_an_import_killed_midway_and_run_again_gives_the_same_tables(deployed, tmp_path, killed_at):
     settings = with_parts(deployed.settings, 3)
     crash_root = tmp_path / "crashed"
