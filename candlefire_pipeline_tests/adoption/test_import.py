@@ -154,21 +154,9 @@ importer.run_import(settings, embedder_for(settings, "bulk"))
 
 #: a Chroma part applied (the second of four), the pgvector first build mid-COPY (its third part),
 #: the first build committed but its ledger markers not yet written (found by the crash drill's
-#: adopt stage: the re-run applies the parts one by one over the loaded table, and a paper cut
-#: across two parts is replaced by its first part's chunks, then gets the rest back at the end)
-@pytest.mark.parametrize(
-    "killed_at",
-    [
-        "chroma_part:2",
-        "pg_copy:3",
-        pytest.param(
-            "pg_markers:1",
-            marks=pytest.mark.xfail(
-                strict=True, reason="re-run after the commit, before the markers: order lost"
-            ),
-        ),
-    ],
-)
+#: adopt stage: the re-run applied the parts one by one over the loaded table, and a paper cut
+#: across two parts was replaced by its first part's chunks, then got the rest back at the end)
+@pytest.mark.parametrize("killed_at", ["chroma_part:2", "pg_copy:3", "pg_markers:1"])
 def test_an_import_killed_midway_and_run_again_gives_the_same_tables(deployed, tmp_path, killed_at):
     settings = with_parts(deployed.settings, 3)
     crash_root = tmp_path / "crashed"

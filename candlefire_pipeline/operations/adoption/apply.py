@@ -11,6 +11,7 @@ memory.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,8 @@ from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
 
+#: The intent a first build leaves on every part before its load (a part-by-part apply has none).
+FIRST_BUILD = "first_build"
 SUMMED = ("rows_written", "papers_replaced", "papers_unchanged", "papers_superseded")
 
 
@@ -57,9 +60,15 @@ def _apply_store(settings: Settings, manifest: ImportManifest, store: str, emit)
 def _load_empty(settings: Settings, manifest: ImportManifest, backend, emit) -> dict | None:
     """The whole import as one first build of an empty pgvector table (None: not taken)."""
     load = getattr(backend, "load_empty", None)
-    if load is None or backend.count():
+    if load is None:
         return None
+    ledger = StoreLedger(settings.batches_dir, backend.name)
     final, parts = _final_versions(settings, manifest), {}
+    if backend.count():
+        return _built_before(settings, manifest, backend, ledger, final, emit)
+    # the load commits before its markers are written: a run killed between the two finds these
+    for key in manifest.keys:
+        ledger.begin(key, {"batch_key": key, "started": time.time(), FIRST_BUILD: True})
     meter = ProgressMeter(f"import: {backend.name} first build", manifest.rows, emit, unit="rows")
     started = time.perf_counter()
     written = load(_first_appearances(settings, manifest, final, parts), (manifest.model_id,
@@ -72,6 +81,32 @@ def _load_empty(settings: Settings, manifest: ImportManifest, backend, emit) -> 
     emit(f"import: {backend.name} {written} rows of {papers} papers in one first build")
     return {"rows_written": written, "papers_replaced": papers, "papers_unchanged": 0,
             "papers_superseded": 0}  # fmt: skip
+
+
+def _built_before(settings: Settings, manifest: ImportManifest, backend, ledger: StoreLedger,
+                  final: dict[str, tuple[str, str]], emit) -> dict | None:  # fmt: skip
+    """A first build that committed and died before its markers: recorded now (None: the table
+    holds anything else, so the parts are applied one by one).
+
+    Applying them over the loaded table would replace each paper cut across two parts by its
+    first part's chunks and put the rest back at the end: the app's order lost."""
+    if set(manifest.keys) & set(ledger.applied()) or not all(
+        _began_first_build(settings, ledger, key) for key in manifest.keys
+    ):
+        return None
+    parts: dict[str, int] = {}
+    rows = sum(t.num_rows for t in _first_appearances(settings, manifest, final, parts))
+    if backend.count() != rows:
+        return None
+    _record(settings, backend.name, parts, final, 0.0)
+    emit(f"import: {backend.name} first build found committed ({rows} rows); markers recorded")
+    return {"rows_written": 0, "papers_replaced": 0, "papers_unchanged": len(final),
+            "papers_superseded": 0}  # fmt: skip
+
+
+def _began_first_build(settings: Settings, ledger: StoreLedger, key: str) -> bool:
+    intent = settings.batch_dir(key) / ledger.intent_marker
+    return intent.exists() and bool(json.loads(intent.read_text()).get(FIRST_BUILD))
 
 
 def _record(settings: Settings, store: str, parts: dict[str, int],
