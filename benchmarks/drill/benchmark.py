@@ -12,6 +12,9 @@ POINTS = {"copy": 14, "upkeep": 12, "phrase": 5, "hnsw": 4, "switch": 8, "unreti
 
 def drill_options(parser) -> None:
     options.size(parser, 62_196, quick=1_500)
+    options.option(parser, "--stages", options.names_of(tuple(POINTS)), list(POINTS),
+                   help=f"comma-separated stages, of {', '.join(POINTS)} (a subset writes "
+                   "the section drill-stages; the full run's drill section is kept)")  # fmt: skip
     options.option(parser, "--points", options.positive_int, 0, quick=1,
                    help="kill points per stage (0: the full run's mix, 56 in all)")  # fmt: skip
     options.option(parser, "--dim", options.positive_int, 128, quick=32,
@@ -28,7 +31,7 @@ BENCHMARKS = (
         summary="SIGKILL of Postgres or the run worker at random points of a drop (COPY, term"
         " cache upkeep, phrase and HNSW builds, switch writes, unretire's rebuild, an adoption"
         " import) at 62k chunks",
-        sections=("drill",),
+        sections=("drill", "drill-stages"),
         run="benchmarks.drill.run:run",
         add_options=drill_options,
     ),

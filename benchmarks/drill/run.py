@@ -20,14 +20,21 @@ from candlefire_pipeline_tests.reliability.drill.harness import Drill, KillPoint
 MAX_DELAYS = {"hnsw": 15.0, "phrase": 5.0, "unretire": 4.0}
 
 
-def per_stage(points: int) -> dict[str, int]:
-    return dict(POINTS) if points == 0 else {name: points for name in POINTS}
+def per_stage(points: int, stages: list[str]) -> dict[str, int]:
+    return {name: points or POINTS[name] for name in POINTS if name in stages}
+
+
+def section_of(stages: list[str]) -> str:
+    """A run of some stages writes its own section: the full run's figures stay."""
+    return "drill" if set(stages) == set(POINTS) else "drill-stages"
 
 
 def markdown(points: list[KillPoint], args, seconds: float, running: bool = False) -> str:
     """The section: the headline, the run's figures, then every point's place and outcome."""
     recalls = [p.figures["recall"] for p in points if "recall" in p.figures]
     state = "(still running) " if running else ""
+    if section_of(args.stages) != "drill":
+        state += f"Stages {', '.join(args.stages)} only: "
     lines = [
         f"{state}**{summary(points)}** at {args.size:,} chunks ({args.dim}-dim hashing vectors; "
         f"drops revising {args.share:.0%} of the papers), seed {args.seed}, "
@@ -62,17 +69,18 @@ def run(args, out) -> None:
         print(line, flush=True)
         if drills and drills[0].points:
             seconds = time.perf_counter() - started
-            out.write("drill", markdown(drills[0].points, args, seconds, running=True))
+            section = markdown(drills[0].points, args, seconds, running=True)
+            out.write(section_of(args.stages), section)
 
     try:
         drill = Drill(server, root / "drill", rows, args.seed, share=args.share, emit=emit,
                       max_delays=MAX_DELAYS if not args.quick else None)  # fmt: skip
         drills.append(drill)
         drill.load()
-        points = drill.run(per_stage(args.points))
+        points = drill.run(per_stage(args.points, args.stages))
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
-    out.section("drill", markdown(points, args, time.perf_counter() - started))
+    out.section(section_of(args.stages), markdown(points, args, time.perf_counter() - started))
     if not all(p.survived for p in points):
         raise SystemExit(f"crash drill: {summary(points)}")

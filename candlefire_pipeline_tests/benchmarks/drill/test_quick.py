@@ -10,7 +10,7 @@ from benchmarks import registry
 from benchmarks.common import options
 from benchmarks.common.section import Output
 from benchmarks.drill.benchmark import POINTS
-from benchmarks.drill.run import run
+from benchmarks.drill.run import per_stage, run, section_of
 
 pytestmark = pytest.mark.server
 
@@ -28,3 +28,18 @@ def test_the_quick_drill_kills_every_stage_once_and_reports_each_point(
     rows = [line for line in printed.splitlines() if line.startswith("| ") and "ms |" in line]
     assert sorted(row.split(" | ")[1] for row in rows) == sorted(POINTS)
     assert all(row.endswith("| survived |") for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("points", "stages", "expected", "section"),
+    [
+        (0, list(POINTS), POINTS, "drill"),
+        (2, ["adopt", "copy"], {"copy": 2, "adopt": 2}, "drill-stages"),
+        (0, ["adopt"], {"adopt": POINTS["adopt"]}, "drill-stages"),
+    ],
+)
+def test_a_run_of_some_stages_schedules_only_them_and_keeps_the_full_runs_section(
+    points, stages, expected, section
+):
+    assert per_stage(points, stages) == expected
+    assert section_of(stages) == section
