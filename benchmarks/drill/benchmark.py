@@ -17,6 +17,8 @@ def drill_options(parser) -> None:
                    "the section drill-stages; the full run's drill section is kept)")  # fmt: skip
     options.option(parser, "--points", options.positive_int, 0, quick=1,
                    help="kill points per stage (0: the full run's mix, 56 in all)")  # fmt: skip
+    options.option(parser, "--adopt-papers", options.positive_int, 3_000, quick=300,
+                   help="papers of the app collection the adopt stage imports")  # fmt: skip
     options.option(parser, "--dim", options.positive_int, 128, quick=32,
                    help="vector dimension (hashing vectors: the drill needs no model)")  # fmt: skip
     options.option(parser, "--seed", options.positive_int, 20261206,

@@ -17,7 +17,7 @@ from candlefire_pipeline.embedding import HashingEmbedder
 from candlefire_pipeline_tests.reliability.drill.harness import Drill, KillPoint, summary
 
 #: Longest random delays after a phase is seen, at size (seconds): the builds last longer.
-MAX_DELAYS = {"hnsw": 15.0, "phrase": 5.0, "unretire": 4.0}
+MAX_DELAYS = {"hnsw": 15.0, "phrase": 5.0, "unretire": 4.0, "adopt": 12.0}
 
 
 def per_stage(points: int, stages: list[str]) -> dict[str, int]:
@@ -37,7 +37,8 @@ def markdown(points: list[KillPoint], args, seconds: float, running: bool = Fals
         state += f"Stages {', '.join(args.stages)} only: "
     lines = [
         f"{state}**{summary(points)}** at {args.size:,} chunks ({args.dim}-dim hashing vectors; "
-        f"drops revising {args.share:.0%} of the papers), seed {args.seed}, "
+        f"an app collection of {args.adopt_papers:,} papers; drops revising {args.share:.0%} "
+        f"of the papers), seed {args.seed}, "
         f"{seconds / 60:.1f} min.",
         "",
         f"HNSW recall@10 against a sequential scan after each drop point: min "
@@ -74,7 +75,8 @@ def run(args, out) -> None:
 
     try:
         drill = Drill(server, root / "drill", rows, args.seed, share=args.share, emit=emit,
-                      max_delays=MAX_DELAYS if not args.quick else None)  # fmt: skip
+                      max_delays=MAX_DELAYS if not args.quick else None,
+                      adopt_papers=args.adopt_papers)  # fmt: skip
         drills.append(drill)
         drill.load()
         points = drill.run(per_stage(args.points, args.stages))
