@@ -1,6 +1,7 @@
-"""`candlefire backup enable | take | list` and `candlefire restore`: the embedded server's base
-backups with WAL archived beside them, and a restore to the end of the archive or to a point,
-the ledger re-applied and the store checked (docs/OPERATIONS.md, "Backup and restore")."""
+"""`candlefire backup enable | take | list | prune` and `candlefire restore`: the embedded
+server's base backups with WAL archived beside them (the newest kept, the rest pruned), and a
+restore to the end of the archive or to a point, the ledger re-applied and the store checked
+(docs/OPERATIONS.md, "Backup and restore")."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ def add_parser(add) -> None:
     ):
         verb = verbs.add_parser(name, help=help_text)
         _backup_dir(verb)
+    prune = verbs.add_parser(
+        "prune", help="keep the newest backups and the WAL they need; remove the rest"
+    )
+    _backup_dir(prune)
+    prune.add_argument("--keep", type=int, default=2, help="backups kept (default 2)")
+    prune.add_argument("--apply", action="store_true", help="remove (default: say what would go)")
     restore = add("restore", help="restore a backup as data/pg, re-apply the ledger, check it")
     _backup_dir(restore)
     restore.add_argument("--backup", help="the backup's label (default: the latest)")
@@ -45,6 +52,7 @@ def _folder(args: argparse.Namespace, settings: Settings) -> Path:
 def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 when done, 2 on an error (one line)."""
     from candlefire_pipeline.operations.backup import commands
+    from candlefire_pipeline.operations.backup.prune import prune
 
     folder = _folder(args, settings)
     try:
@@ -54,6 +62,8 @@ def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
                   " from now on (the embedded server was restarted)"))  # fmt: skip
         elif args.backup_verb == "take":
             print(f"backup {commands.take_backup(settings, folder).describe()}")
+        elif args.backup_verb == "prune":
+            print("\n".join(prune(folder, args.keep, args.apply).lines(args.apply)))
         else:
             found = commands.backups(folder)
             print("\n".join(m.describe() for m in found) or f"no backup under {folder}")

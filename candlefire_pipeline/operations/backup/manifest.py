@@ -50,8 +50,10 @@ def write_manifest(backup_dir: Path, manifest: BackupManifest) -> Path:
 
 
 def backups(backup_dir: Path) -> list[BackupManifest]:
-    """Every complete backup under backup_dir, oldest first (one without a manifest is not)."""
-    found = sorted((Path(backup_dir) / "base").glob(f"*/{MANIFEST}"))
+    """Every complete backup under backup_dir, oldest first (one without a manifest is not, nor
+    one a prune set aside: a name starting with a dot)."""
+    found = sorted(p for p in (Path(backup_dir) / "base").glob(f"*/{MANIFEST}")
+                   if not p.parent.name.startswith("."))  # fmt: skip
     return [BackupManifest(**json.loads(path.read_text())) for path in found]
 
 
