@@ -1,7 +1,7 @@
 """`candlefire`: demo, status, rollback, promote, retire, unretire, query, repair, maintain,
 register-drops, fetch-pubmed, create-reader-role, generation (create, list, build, compare, gc),
 adopt (report, import, status), replica (create, start, stop, status, remove), backup (enable,
-take, list), restore."""
+take, list, prune), restore."""
 
 from __future__ import annotations
 
