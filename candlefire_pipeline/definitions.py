@@ -4,6 +4,11 @@ import dagster as dg
 
 from candlefire_pipeline.defs.adoption_assets import app_collection_adoption
 from candlefire_pipeline.defs.automation import parity_automation_sensor
+from candlefire_pipeline.defs.backup_assets import (
+    store_backup,
+    store_backup_job,
+    store_backup_schedule,
+)
 from candlefire_pipeline.defs.executor import pipeline_executor
 from candlefire_pipeline.defs.fetch_job import pubmed_fetch_job
 from candlefire_pipeline.defs.generations.definitions import (
@@ -42,6 +47,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             app_collection_adoption,
             shadow_parity,
             store_maintenance,
+            store_backup,
             *all_generation_assets(settings),
         ],
         asset_checks=[
@@ -55,10 +61,16 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             parity_job,
             pubmed_fetch_job,
             store_maintenance_job,
+            store_backup_job,
             *all_generation_jobs(settings),
         ],  # fmt: skip
         sensors=[pubmed_drops_sensor, parity_automation_sensor],
-        schedules=[parity_refresh_schedule, pubmed_fetch_schedule, store_maintenance_schedule],
+        schedules=[
+            parity_refresh_schedule,
+            pubmed_fetch_schedule,
+            store_maintenance_schedule,
+            store_backup_schedule,
+        ],
         resources=build_resources(settings),
         executor=pipeline_executor(),
     )

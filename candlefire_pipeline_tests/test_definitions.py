@@ -8,7 +8,7 @@ from candlefire_pipeline.definitions import defs
 
 ASSETS = {
     "papers", "chunks", "embeddings", "pgvector_chunks", "chroma_chunks", "qdrant_chunks",
-    "parity_report", "serving_backend", "shadow_parity", "store_maintenance",
+    "parity_report", "serving_backend", "shadow_parity", "store_maintenance", "store_backup",
     "app_collection_adoption",
 }  # fmt: skip
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from candlefire_pipeline.redact import redact_dsn
 from candlefire_pipeline.settings.app_collection import AppCollectionSettings
+from candlefire_pipeline.settings.backup import BackupSettings
 from candlefire_pipeline.settings.data_layout import DataLayout
 from candlefire_pipeline.settings.embedding import (
     DEFAULT_BULK_RUNTIME,
@@ -195,6 +196,8 @@ class Settings(DataLayout):
     app_collection: AppCollectionSettings = field(default_factory=AppCollectionSettings)
     #: the app's reads from a streaming replica (CANDLEFIRE_PG_READ_DSN; unset: the store's DSN)
     replica: ReplicaSettings = field(default_factory=ReplicaSettings)
+    #: the embedded server's backups (CANDLEFIRE_BACKUP_DIR, _KEEP, _CRON)
+    backup: BackupSettings = field(default_factory=BackupSettings)
 
     def embed_runtime(self, path: str) -> str:
         """The runtime configured for the "query" or "bulk" embedding path."""
@@ -265,6 +268,7 @@ class Settings(DataLayout):
             shadow=ShadowSettings.from_env() if parity else ShadowSettings(),
             app_collection=AppCollectionSettings.from_env() if parity else AppCollectionSettings(),
             replica=ReplicaSettings.from_env() if parity else ReplicaSettings(),
+            backup=BackupSettings.from_env() if parity else BackupSettings(),
         )
 
 

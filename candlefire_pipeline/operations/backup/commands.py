@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 
 
 def default_backup_dir(settings: Settings) -> Path:
-    """data/backups; put it on another disk than data/pg (`--backup-dir`) to survive its loss."""
-    return settings.data_dir / "backups"
+    """CANDLEFIRE_BACKUP_DIR, else data/backups; put it on another disk than data/pg (or pass
+    `--backup-dir`) to survive its loss."""
+    return settings.backup.folder or settings.data_dir / "backups"
 
 
 def enable_archiving(settings: Settings, backup_dir: Path) -> bool:
