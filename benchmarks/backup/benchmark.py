@@ -13,6 +13,9 @@ def backup_options(parser) -> None:
                    help="drops the corpus is written as")  # fmt: skip
     options.option(parser, "--after", options.positive_int, 2, quick=1,
                    help="last drops, accepted after the backup")  # fmt: skip
+    options.option(parser, "--first-drops", options.positive_int, 1, quick=1,
+                   help="leading slices written as one first drop (a first build: a large "
+                   "store loaded in bulk, not drop by drop)")  # fmt: skip
 
 
 BENCHMARKS = (

@@ -18,7 +18,7 @@ def markdown(results: list[dict], load_note: str, model: str) -> str:
             f"| {r['size']:,} | {r['backup_seconds']:.1f} s | {_mb(r['backup_bytes'])} | "
             f"{_mb(r['wal_bytes'])} | {r['restore_seconds']:.1f} s | {r['replay_seconds']:.1f} s "
             f"| {r['rows_written']:,} ({r['after']} of {r['drops']} drops accepted after the "
-            "backup) |"
+            f"backup; the first drop {r['first_rows']:,} chunks) |"
         )
     checks = "; ".join(f"{r['size']:,}: {r['checks']}" for r in results)
     found = "; ".join(

@@ -7,14 +7,18 @@ chunk."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import shutil
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from benchmarks.backup.report import markdown
 from benchmarks.common.data import bench_dir
@@ -61,6 +65,12 @@ def keep_terms(settings: Settings, embedder) -> None:
         pg.substring_candidates(list(KEPT_TERMS), embedder.embed(list(KEPT_TERMS)), 15)
 
 
+def first_merged(slices: Iterator[pa.Table], count: int) -> Iterator[pa.Table]:
+    """The first `count` slices as one table, then the rest as they come."""
+    yield pa.concat_tables(itertools.islice(slices, count))
+    yield from slices
+
+
 def lose_data_dir(settings: Settings) -> None:
     """Every server process SIGKILLed at once, then data/pg deleted (the disk died)."""
     server = EmbeddedPostgres(settings.pg_data_dir)
@@ -76,8 +86,8 @@ def lose_data_dir(settings: Settings) -> None:
 
 def measure_size(root: Path, embedder, size: int, args) -> dict:
     settings = deployment(root, size)
-    keys = write_batches(stream_rows(embedder, size, drop_rows(size, args.drops)),
-                         settings.batches_dir)  # fmt: skip
+    slices = stream_rows(embedder, size, drop_rows(size, args.drops))
+    keys = write_batches(first_merged(slices, args.first_drops), settings.batches_dir)
     before, after = keys[: -args.after], keys[-args.after :]
     folder = commands.default_backup_dir(settings)
     commands.enable_archiving(settings, folder)
@@ -94,6 +104,7 @@ def measure_size(root: Path, embedder, size: int, args) -> dict:
     EmbeddedPostgres(settings.pg_data_dir).stop()
     return {
         "size": size, "drops": len(keys), "after": len(after), "apply_seconds": applied,
+        "first_rows": pq.read_metadata(settings.batch_dir(keys[0]) / "chunks.parquet").num_rows,
         "backup_seconds": manifest.seconds, "backup_bytes": manifest.bytes,
         "backup_chunks": sum(manifest.chunks.values()), "wal_bytes": tree_bytes(wal_dir(folder)),
         "restore_seconds": result.total_seconds, "replay_seconds": result.replay_seconds,
