@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import psycopg
 
-from candlefire_pipeline.backends.common import StoreFullError
+from candlefire_pipeline.backends.common import BackendUnavailableError, StoreFullError
 from candlefire_pipeline.redact import redact_dsn
 
 
@@ -38,4 +38,13 @@ def full_disk_as_store_full(dsn: str, conn: Callable[[], psycopg.Connection]) ->
     try:
         yield
     except psycopg.errors.DiskFull as exc:
-        raise StoreFullError(store_full_message(dsn, data_directory(conn()), exc)) from exc
+        raise StoreFullError(store_full_message(dsn, _where(conn), exc)) from exc
+
+
+def _where(conn: Callable[[], psycopg.Connection]) -> str:
+    """The data directory; the stand-in when the server went down after the error (with WAL on
+    the full disk, writing the abort may PANIC it): the full disk stays the error to report."""
+    try:
+        return data_directory(conn())
+    except (psycopg.Error, BackendUnavailableError):
+        return "the server's data directory"
