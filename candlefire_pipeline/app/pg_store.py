@@ -77,6 +77,8 @@ class PgCollectionStore:
         except BaseException:
             self._store.close()
             raise
+        # the table has `seq` (checked): a computed keyword list names its first abstract holder
+        self._exact.first_abstracts = True
 
     @property
     def conn(self) -> psycopg.Connection:

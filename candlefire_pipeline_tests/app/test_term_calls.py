@@ -306,3 +306,32 @@ def test_a_kept_first_abstract_holder_follows_every_write_as_chromas_get_does(tm
         with opened_backend("pgvector", deployment.settings) as store:
             store.reset()
     assert tally.nonempty >= 6
+
+
+def test_a_computed_keyword_list_names_the_first_abstract_holder(changing):
+    """The keyword call ranks every holder, so it also names the first abstract holder in
+    insertion order: the grounding-in-an-abstract get that follows never walks, and an earlier
+    abstract rewritten to hold the word (its old place kept) still moves Chroma's answer."""
+    deployment, chroma = changing
+    depth = 18  # the least an entry keeps: a common word is held by more
+    settings = replace(deployment.settings,
+                       term_cache=replace(deployment.settings.term_cache, depth=depth))
+    embedder, tally = SeededEmbedder(), Tally()
+    first = chroma.get(where={"chunk_index": {"$eq": 0}}, limit=1,
+                       include=["documents", "metadatas"])  # fmt: skip
+    earliest = first["metadatas"][0]
+    word = _common_word_not_in(chroma, first["documents"][0], depth)
+    keyword = ("query", {"query_texts": [word], "n_results": 10, "include": ROWS,
+                         "where_document": {"$contains": word}})  # fmt: skip
+    with ServingCollection(settings, embedder) as collection:
+        _compare(collection, chroma, embedder, [keyword, _abstract_call(word)], tally, "cold")
+        assert collection.answered == {"kept after computing": 1, "kept": 1}  # no walk
+        rewritten = chunk(earliest["pmid"], 0, has_full_text=earliest["has_full_text"],
+                          document=f"now {word}", paper_hash="p-rewritten")  # fmt: skip
+        _write(settings, embedder, [rewritten])
+        _compare(collection, chroma, embedder, [_abstract_call(word)], tally, "rewritten")
+        assert collection.get(**_abstract_call(word)[1])["ids"] == [rewritten["chunk_id"]]
+    with opened_backend("pgvector", settings) as store:
+        report = audit.audit(store)
+    assert report.exact, report.differences
+    assert tally.nonempty >= 3

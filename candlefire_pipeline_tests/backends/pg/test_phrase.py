@@ -133,7 +133,9 @@ def test_routed_requests_answer_as_the_trigram_index_alone(phrase_store, pg_dsn,
     vectors = unit_vectors(len(variants), DIM, seed=5)
     routes: list = []
     probe = cold.probe_query
-    monkeypatch.setattr(cold, "probe_query", lambda *a: routes.extend(a[-1] or ()) or probe(*a))
+    monkeypatch.setattr(
+        cold, "probe_query", lambda *a, **k: routes.extend(a[-1] or ()) or probe(*a, **k)
+    )
     routed = store.substring_candidates(variants, vectors, 10)
     grounded = store.ground_terms([[v] for v in variants])
     plain = _store(pg_dsn, store.names.table, store.substring_mode, phrase_index=False)

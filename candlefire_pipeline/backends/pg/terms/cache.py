@@ -89,6 +89,9 @@ class TermCache:
         self._writable = True
         self._exists, self._checked = False, float("-inf")
         self._denied = False  # the role may not read the cache table
+        #: computed keyword lists also name their first abstract holder in insertion order (the
+        #: collection sets it: its table has `seq`; the reader never asks for it)
+        self.first_abstracts = False
 
     # keys -----------------------------------------------------------------------------------
     def key(self, kind: str) -> Key:
@@ -209,7 +212,7 @@ class TermCache:
         version, depth = self._version(), max(self.params.depth, n)
         walks = self.params.keyword_walk == "auto"
         entries = compute.keyword_entries(
-            self.store, self.params.fill_ef, walks, variants, vectors, depth
+            self.store, self.params.fill_ef, walks, variants, vectors, depth, self.first_abstracts
         )
         rows = compute.result_rows(self.store, entries, n)
         self._keep(KEYWORD, list(zip(entries, vectors, strict=True)), version)

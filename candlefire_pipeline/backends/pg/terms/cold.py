@@ -68,12 +68,16 @@ def probe_query(
     limit: int | None,
     depth: int,
     phrased: list[bool] | None = None,
+    first_abstract: bool = False,
 ) -> tuple[sql.Composed, list]:
-    """Rows (ord, holders, witness, abstract_witness, ids, distances), ord from 1; a `phrased`
-    variant's holders are found through the phrase index."""
+    """Rows (ord, holders, witness, abstract_witness, ids, distances, first_abstract), ord from
+    1; a `phrased` variant's holders are found through the phrase index. `first_abstract` (the
+    table has `seq`): the first abstract holder in insertion order, among the holders seen (all
+    of them when the limit was not reached), else NULL."""
     routed = any(phrased or ())
     cap = sql.SQL(" LIMIT %s") if limit is not None else sql.SQL("")
-    columns = sql.SQL("SELECT c.chunk_id, c.chunk_index, c.embedding ")
+    seq = sql.SQL(", c.seq" if first_abstract else ", NULL::bigint AS seq")
+    columns = sql.SQL("SELECT c.chunk_id, c.chunk_index, c.embedding{seq} ").format(seq=seq)
     trigram = sql.SQL("{c}{f}").format(c=columns, f=_holding(names, mode, False, cap))
     holders = trigram
     if routed:
@@ -83,7 +87,7 @@ def probe_query(
         ).format(trigram=trigram, c=columns, f=_holding(names, mode, True, cap))
     query = sql.SQL(
         """WITH v AS ({variants}), held AS MATERIALIZED (
-            SELECT v.ord, h.chunk_id, h.chunk_index, h.embedding <=> v.vec AS distance
+            SELECT v.ord, h.chunk_id, h.chunk_index, h.seq, h.embedding <=> v.vec AS distance
             FROM v CROSS JOIN LATERAL ({holders}) h
         )
         SELECT v.ord, count(h.chunk_id),
@@ -92,7 +96,9 @@ def probe_query(
             coalesce((array_agg(h.chunk_id ORDER BY h.distance, h.chunk_id COLLATE "C")
                 FILTER (WHERE h.chunk_id IS NOT NULL))[1:%s], '{{}}'),
             coalesce((array_agg(h.distance ORDER BY h.distance, h.chunk_id COLLATE "C")
-                FILTER (WHERE h.chunk_id IS NOT NULL))[1:%s], '{{}}')
+                FILTER (WHERE h.chunk_id IS NOT NULL))[1:%s], '{{}}'),
+            (array_agg(h.chunk_id ORDER BY h.seq)
+                FILTER (WHERE h.chunk_index = 0 AND h.seq IS NOT NULL))[1]
         FROM v LEFT JOIN held h ON h.ord = v.ord
         GROUP BY v.ord ORDER BY v.ord"""
     ).format(variants=_variants(mode, routed, vectors=True), holders=holders)

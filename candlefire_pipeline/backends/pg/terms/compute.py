@@ -65,10 +65,14 @@ def entity_entries(store, ef: int, texts, vectors: np.ndarray, depth: int) -> li
     ]
 
 
-def keyword_entries(store, ef: int, walks: bool, variants, vectors, depth: int) -> list[Entry]:
+def keyword_entries(store, ef: int, walks: bool, variants, vectors, depth: int,
+                    first_abstract: bool = False) -> list[Entry]:  # fmt: skip
     """Each variant's `depth` holders nearest its vector, its witnesses; a variant held by more
     than walk_threshold() chunks is walked (when `walks` and the table is walked at all): the
-    ones the document sample shows frequent at once, the others after a probe finds them so."""
+    ones the document sample shows frequent at once, the others after a probe finds them so.
+    `first_abstract` (the table has `seq`): a probe that saw every holder also names the first
+    abstract holder in insertion order (the app's grounding-in-an-abstract `get`), so that call
+    never walks for a variant whose list was computed."""
     limit, sampled = None, [False] * len(variants)  # a small table ranks every holder
     estimates = _estimates(store, variants, walks)
     if walks and estimates is not None:
@@ -80,7 +84,7 @@ def keyword_entries(store, ef: int, walks: bool, variants, vectors, depth: int) 
     walked = [i for i, frequent in enumerate(sampled) if frequent]
     if probed:
         routes = [phrased[i] for i in probed]
-        walked += _probe(store, entries, probed, vectors, limit, depth, routes)
+        walked += _probe(store, entries, probed, vectors, limit, depth, routes, first_abstract)
     if walked:
         _walk_keywords(store, ef, entries, sorted(walked), vectors, depth)
     return entries
@@ -102,21 +106,24 @@ def _phrased(estimates: list | None, n: int) -> list[bool]:
     return [False] * n if estimates is None else [e.by_phrase for e in estimates]
 
 
-def _probe(store, entries, probed, vectors, limit, depth: int, routes: list[bool]) -> list:
+def _probe(store, entries, probed, vectors, limit, depth: int, routes: list[bool],
+           first_abstract: bool) -> list:  # fmt: skip
     """Rank the holders of these variants exactly (up to `limit`); the ones past it to walk."""
     query, params = cold.probe_query(
         store.names, store.substring_mode, [entries[i].text for i in probed],
-        [vectors[i] for i in probed], limit, depth, routes,
+        [vectors[i] for i in probed], limit, depth, routes, first_abstract=first_abstract,
     )  # fmt: skip
     with store.plan(cold.PROBE_PLAN):
         rows = store.conn.execute(query, params).fetchall()
     frequent = []
-    for i, (_, holders, witness, abstract, ids, distances) in zip(probed, rows, strict=True):
+    for i, (_, holders, witness, abstract, ids, distances, first) in zip(probed, rows,
+                                                                          strict=True):  # fmt: skip
         whole = limit is None or holders < limit
         entries[i] = replace(
             entries[i], ids=tuple(ids), distances=tuple(distances),
             complete=whole and holders <= depth, witness=witness, witness_known=True,
             abstract_witness=abstract, abstract_known=whole or abstract is not None,
+            abstract_first=first if whole else None,
         )  # fmt: skip
         if not whole:
             frequent.append(i)

@@ -47,8 +47,9 @@ def upsert_query(names: Names) -> sql.Composed:
     """One entry in; a list replaces the kept one, grounding facts known on either side stay."""
     return sql.SQL(
         """INSERT INTO {e} AS e (kind, recipe, model_id, text, vector, listed, ids, distances,
-            complete, approximate, witness, witness_known, abstract_witness, abstract_known)
-        VALUES (%s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            complete, approximate, witness, witness_known, abstract_witness, abstract_known,
+            abstract_first)
+        VALUES (%s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
         ON CONFLICT (kind, recipe, model_id, text) DO UPDATE SET
             vector = CASE WHEN EXCLUDED.listed THEN EXCLUDED.vector ELSE e.vector END,
             ids = CASE WHEN EXCLUDED.listed THEN EXCLUDED.ids ELSE e.ids END,
@@ -62,6 +63,7 @@ def upsert_query(names: Names) -> sql.Composed:
             abstract_witness = CASE WHEN EXCLUDED.abstract_known THEN EXCLUDED.abstract_witness
                 ELSE e.abstract_witness END,
             abstract_known = EXCLUDED.abstract_known OR e.abstract_known,
+            abstract_first = coalesce(EXCLUDED.abstract_first, e.abstract_first),
             fills = e.fills + 1, used_at = now()"""
     ).format(e=schema.terms_table(names))
 
@@ -128,6 +130,7 @@ def _params(key: Key, entry: Entry, vector: np.ndarray | None) -> list:
         None if vector is None else np.asarray(vector, dtype=np.float32),
         entry.listed, list(entry.ids), list(entry.distances), entry.complete, entry.approximate,
         entry.witness, entry.witness_known, entry.abstract_witness, entry.abstract_known,
+        entry.abstract_first,
     ]  # fmt: skip
 
 
