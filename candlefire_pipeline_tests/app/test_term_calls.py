@@ -314,8 +314,9 @@ def test_a_computed_keyword_list_names_the_first_abstract_holder(changing):
     abstract rewritten to hold the word (its old place kept) still moves Chroma's answer."""
     deployment, chroma = changing
     depth = 18  # the least an entry keeps: a common word is held by more
-    settings = replace(deployment.settings,
-                       term_cache=replace(deployment.settings.term_cache, depth=depth))
+    settings = replace(
+        deployment.settings, term_cache=replace(deployment.settings.term_cache, depth=depth)
+    )
     embedder, tally = SeededEmbedder(), Tally()
     first = chroma.get(where={"chunk_index": {"$eq": 0}}, limit=1,
                        include=["documents", "metadatas"])  # fmt: skip
