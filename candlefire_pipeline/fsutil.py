@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import gzip
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,3 +47,35 @@ def open_maybe_gzip(path: Path) -> BinaryIO:
     if path.name.endswith(".gz"):
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return path.open("rb")
+
+
+def is_hidden(path: Path) -> bool:
+    """A dot-name: a folder still being written (`.<name>.tmp-<pid>`) or a lock, never a batch."""
+    return Path(path).name.startswith(".")
+
+
+def temporary_for(target: Path) -> Path:
+    """This process's folder to build `target` in before one rename puts it in place."""
+    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
+
+
+def remove_dead_temporaries(target: Path) -> list[Path]:
+    """Remove the temporary folders of `target` whose process is gone (a killed run's, which a
+    reader must never see and which would hold their disk forever); the removed ones."""
+    removed = []
+    for stale in Path(target).parent.glob(f".{Path(target).name}.tmp-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+            removed.append(stale)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

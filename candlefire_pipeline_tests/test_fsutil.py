@@ -51,3 +51,26 @@ def test_the_lock_is_released_when_the_block_raises(tmp_path):
         pass
     with file_lock(lock):  # not held any more: a re-entry in the same process would block
         assert lock.exists()
+
+
+def _dead_pid() -> int:
+    child = multiprocessing.get_context("fork").Process(target=lambda: None)
+    child.start()
+    child.join()
+    return child.pid
+
+
+def test_only_a_dead_processs_temporaries_are_removed(tmp_path):
+    from candlefire_pipeline.fsutil import is_hidden, remove_dead_temporaries, temporary_for
+
+    target = tmp_path / "adopted-0001"
+    dead = tmp_path / f".adopted-0001.tmp-{_dead_pid()}"
+    live = tmp_path / ".adopted-0001.tmp-1"  # init: alive (another user's, or ours)
+    mine, other = temporary_for(target), tmp_path / f".adopted-0002.tmp-{_dead_pid()}"
+    for folder in (dead, live, mine, other, target):
+        folder.mkdir()
+    assert remove_dead_temporaries(target) == [dead]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in (live, mine, other, target)
+    )
+    assert is_hidden(mine) and not is_hidden(target)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from candlefire_pipeline.fsutil import write_atomic
+from candlefire_pipeline.fsutil import is_hidden, write_atomic
 
 READ_BATCH_ROWS = 65_536
 #: Marker files in a batch directory, per store.
@@ -147,7 +147,8 @@ def _batch_dirs(batches_dir: Path, marker: str) -> list[Path]:
     batches_dir = Path(batches_dir)
     if not batches_dir.is_dir():
         return []
-    dirs = [d for d in batches_dir.iterdir() if d.is_dir() and (d / marker).is_file()]
+    dirs = [d for d in batches_dir.iterdir()
+            if d.is_dir() and not is_hidden(d) and (d / marker).is_file()]  # fmt: skip
     return sorted(dirs, key=lambda d: d.name)
 
 

@@ -16,6 +16,7 @@ from candlefire_pipeline.corpus.chunking import CHUNKER_VERSION
 from candlefire_pipeline.corpus.drops import ChunksSummary, write_chunks
 from candlefire_pipeline.corpus.ledger import StoreLedger
 from candlefire_pipeline.embedding import EmbeddingCache, EmbeddingSummary, write_embeddings
+from candlefire_pipeline.fsutil import is_hidden
 from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.generations.registry import stored_registry
 from candlefire_pipeline.generations.view import batches_dir
@@ -106,7 +107,8 @@ def ingested_keys(settings: Settings) -> list[str]:
     root = settings.drop_batches_dir
     if not root.is_dir():
         return []
-    return sorted(d.name for d in root.iterdir() if (d / "papers.parquet").is_file())
+    return sorted(d.name for d in root.iterdir()
+                  if not is_hidden(d) and (d / "papers.parquet").is_file())  # fmt: skip
 
 
 def behind(

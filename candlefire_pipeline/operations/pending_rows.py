@@ -110,7 +110,7 @@ def rewrite_entries(pending_file: Path, keep: Callable[[str], bool]) -> int:
     return len(kept)
 
 
-def _key_of(line: str, key: str) -> str | None:
+def key_of(line: str, key: str) -> str | None:
     try:
         return json.loads(line).get(key)
     except (json.JSONDecodeError, AttributeError):
@@ -131,12 +131,16 @@ def flush(
     pending_file: Path,
     lock: Callable[[], AbstractContextManager],
     table: QueuedTable,
+    prune: Callable[[], object] | None = None,
 ) -> QueueWrite:
     """Insert every queued entry, oldest first; entries stay queued when Postgres is down.
 
-    `lock` is a context manager factory guarding the queue file.
+    `lock` is a context manager factory guarding the queue file; `prune` runs under it first
+    (the owner drops entries that must never be inserted).
     """
     with lock():
+        if prune is not None:
+            prune()
         entries = pending_entries(pending_file)
     if not entries:
         return QueueWrite(0, 0)
@@ -150,6 +154,6 @@ def flush(
         return QueueWrite(0, len(entries), f"Postgres did not take the {table.name}: {reason}")
     done = {e.get(table.key) for e in entries}
     with lock():
-        left = rewrite_entries(pending_file, lambda line: _key_of(line, table.key) not in done)
+        left = rewrite_entries(pending_file, lambda line: key_of(line, table.key) not in done)
     log.info("%s: %d entries written to Postgres", table.name, len(entries))
     return QueueWrite(len(entries), left)

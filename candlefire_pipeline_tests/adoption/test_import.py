@@ -138,11 +138,16 @@ settings = replace(deployment.settings, pg_table=sys.argv[3],
 from candlefire_pipeline.backends.pg import bulk
 where, at = sys.argv[4].split(":")
 module, name = {"chroma_part": (apply, "apply_batch"), "pg_copy": (bulk, "copy_rows"),
-                "pg_markers": (apply, "_record")}[where]
+                "pg_markers": (apply, "_record"), "part_files": (importer, "_write_files")}[where]
 real, calls = getattr(module, name), [0]
 
 def dying(*args, **kwargs):
     calls[0] += 1
+    if calls[0] == int(at) and where == "part_files":  # its chunks file torn in the folder
+        real(*args, **kwargs)
+        torn = args[0] / "chunks.parquet"
+        torn.write_bytes(torn.read_bytes()[: torn.stat().st_size // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
     if calls[0] == int(at):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(*args, **kwargs)
@@ -155,8 +160,11 @@ importer.run_import(settings, embedder_for(settings, "bulk"))
 #: a Chroma part applied (the second of four), the pgvector first build mid-COPY (its third part),
 #: the first build committed but its ledger markers not yet written (found by the crash drill's
 #: adopt stage: the re-run applied the parts one by one over the loaded table, and a paper cut
-#: across two parts was replaced by its first part's chunks, then got the rest back at the end)
-@pytest.mark.parametrize("killed_at", ["chroma_part:2", "pg_copy:3", "pg_markers:1"])
+#: across two parts was replaced by its first part's chunks, then got the rest back at the end),
+#: a part's files torn in its hidden folder before the rename (also the drill's: the re-run read
+#: the torn file as a batch of the ledger)
+@pytest.mark.parametrize("killed_at", ["chroma_part:2", "pg_copy:3", "pg_markers:1",
+                                       "part_files:2"])  # fmt: skip
 def test_an_import_killed_midway_and_run_again_gives_the_same_tables(deployed, tmp_path, killed_at):
     settings = with_parts(deployed.settings, 3)
     crash_root = tmp_path / "crashed"
@@ -170,7 +178,10 @@ def test_an_import_killed_midway_and_run_again_gives_the_same_tables(deployed, t
     crashed = with_parts(crashed, 3)
     try:
         assert not import_state(crashed, _fingerprint(crashed))["complete"]
+        hidden = [d.name for d in crashed.batches_dir.iterdir() if d.name.startswith(".")]
+        assert bool(hidden) == killed_at.startswith("part_files"), hidden
         run_import(crashed, embedder_for(crashed, "bulk"))
+        assert not [d for d in crashed.batches_dir.iterdir() if d.name.startswith(".")]
         run_import(settings, embedder_for(settings, "bulk"))
         assert _comparable(pg_rows(crashed)) == _comparable(pg_rows(settings))
         assert chroma_ids_hashes(crashed) == chroma_ids_hashes(settings)

@@ -37,6 +37,7 @@ from candlefire_pipeline.corpus.schema import (
     embedding_schema,
     vector_column,
 )
+from candlefire_pipeline.fsutil import remove_dead_temporaries, temporary_for
 from candlefire_pipeline.operations.adoption.apply import apply_everywhere
 from candlefire_pipeline.operations.adoption.manifest import (
     ImportManifest,
@@ -181,7 +182,9 @@ def _write_part(settings, manifest, part, staging: Staging, target: Path) -> Non
     if not chunks:
         raise AdoptionError(f"part {part['key']}: no staged rows in ({part['start']}, "
                             f"{part['end']}]: the staging does not match the manifest")  # fmt: skip
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = temporary_for(target)
+    for stale in remove_dead_temporaries(target):  # a killed run's part, never read
+        log.info("import: removed %s, left by a run that was killed", stale.name)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:

@@ -24,7 +24,7 @@ import numpy as np
 
 from candlefire_pipeline.backends.chroma.space import collection_space
 from candlefire_pipeline.backends.common import BackendUnavailableError
-from candlefire_pipeline.fsutil import file_lock
+from candlefire_pipeline.fsutil import file_lock, remove_dead_temporaries, temporary_for
 from candlefire_pipeline.settings import AppCollectionSettings
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,8 @@ def discard_snapshot(snapshots_dir: Path, fingerprint: str) -> None:
 
 
 def _copy(path: Path, target: Path, fingerprint: str) -> None:
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = temporary_for(target)
+    remove_dead_temporaries(target)  # a killed copy's: up to the whole collection's size
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(target, ignore_errors=True)
     log.info("copying the app's Chroma folder %s to %s", path, target)

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from candlefire_pipeline.corpus.ledger import live_papers
+from candlefire_pipeline.fsutil import is_hidden
 from candlefire_pipeline.operations.adoption.mapping import extra_keys, page_rows
 from candlefire_pipeline.operations.adoption.source import AdoptionError, AppCollection
 from candlefire_pipeline.progress import ProgressMeter
@@ -160,7 +161,8 @@ def _drop_batches(batches_dir: Path) -> list[str]:
     if not batches_dir.is_dir():
         return []
     return sorted(d.name for d in batches_dir.iterdir()
-                  if (d / "chunks.parquet").is_file() and not is_adopted(d.name))  # fmt: skip
+                  if (d / "chunks.parquet").is_file() and not is_hidden(d)
+                  and not is_adopted(d.name))  # fmt: skip
 
 
 def _matrix(column) -> np.ndarray:

@@ -22,6 +22,7 @@ from candlefire_pipeline.operations.backup.tables import pg_generations
 from candlefire_pipeline.operations.repair import RepairRefusedError, RepairReport, repair_store
 from candlefire_pipeline.operations.serving.history import (
     HISTORY_TABLE,
+    RESTORED,
     flush,
     history,
     queue_entry,
@@ -30,8 +31,6 @@ from candlefire_pipeline.operations.serving.machine import switch_lock
 from candlefire_pipeline.operations.serving.state import ServingState, read_state
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE
-
-RESTORED = "restored"
 
 
 @dataclass

@@ -7,6 +7,7 @@ in order and at most once, on the next successful connection (operations/pending
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -17,13 +18,20 @@ from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.pending_rows import (
     QueuedTable,
     QueueWrite,
+    key_of,
     pending_entries,
     queue_entry,
+    rewrite_entries,
 )
 from candlefire_pipeline.operations.pending_rows import flush as flush_queue
 from candlefire_pipeline.stores import SERVABLE_STORES
 
+log = logging.getLogger(__name__)
+
 __all__ = ["HistoryWrite", "flush", "history", "pending_entries", "queue_entry"]
+
+#: The event of a row a restore adds: the switch as it stands re-recorded, not a change.
+RESTORED = "restored"
 
 #: What became of the history entries (the queue's outcome, under the name the switch uses).
 HistoryWrite = QueueWrite
@@ -73,10 +81,30 @@ HISTORY_TABLE = QueuedTable(
 
 
 def flush(
-    dsn: str | None, pending_file: Path, lock: Callable[[], AbstractContextManager]
+    dsn: str | None,
+    pending_file: Path,
+    lock: Callable[[], AbstractContextManager],
+    prune: Callable[[], object] | None = None,
 ) -> HistoryWrite:
-    """Insert every queued history entry, oldest first (`lock`: the switch lock's factory)."""
-    return flush_queue(dsn, pending_file, lock, HISTORY_TABLE)
+    """Insert every queued history entry, oldest first (`lock`: the switch lock's factory;
+    `prune`: drop_unwritten for the switch the queue records)."""
+    return flush_queue(dsn, pending_file, lock, HISTORY_TABLE, prune)
+
+
+def drop_unwritten(pending_file: Path, changed_at: str | None) -> int:
+    """Drop the last queued change when it is not the switch's (changed at `changed_at`): a
+    change is queued before the switch is written, so a process killed between the two leaves
+    one entry for a change that never happened (the caller holds the switch lock). A restore's
+    row records the switch as it stands, not a change: never dropped. How many went."""
+    changes = [e for e in pending_entries(pending_file) if e.get("event") != RESTORED]
+    if not changes or changes[-1].get("changed_at") == changed_at:
+        return 0
+    unwritten = changes[-1].get("entry_id")
+    rewrite_entries(pending_file, lambda line: key_of(line, "entry_id") != unwritten)
+    log.warning("serving history: the queued change %r was dropped: its switch write never "
+                "happened (the process was killed between the two)",
+                changes[-1].get("reason"))  # fmt: skip
+    return 1
 
 
 def history(dsn: str, limit: int | None = 20) -> list[dict]:

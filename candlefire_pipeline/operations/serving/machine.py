@@ -22,7 +22,12 @@ from candlefire_pipeline.fsutil import file_lock, write_atomic
 from candlefire_pipeline.generations.registry import GenerationError, stored_registry
 from candlefire_pipeline.generations.served import note_served
 from candlefire_pipeline.operations.serving.guards import GUARDS, counted
-from candlefire_pipeline.operations.serving.history import HistoryWrite, flush, queue_entry
+from candlefire_pipeline.operations.serving.history import (
+    HistoryWrite,
+    drop_unwritten,
+    flush,
+    queue_entry,
+)
 from candlefire_pipeline.operations.serving.state import (
     BACKEND_OF,
     DEGRADED,
@@ -187,6 +192,7 @@ def transition(
     history entry, then insert the queued history into Postgres at `dsn` if it answers."""
     require_reason(event, reason)
     with switch_lock(settings):
+        _drop_unwritten(settings)  # before this change is queued after it
         current = _current(settings, event)
         evidence = _registry_now(settings, event, evidence)
         decision = decide(current, event, evidence)
@@ -196,14 +202,16 @@ def transition(
             recorded = {"wal_lsn": primary_lsn(dsn), "applied_lsn": current.applied_lsn}
             current = _next_state(current, decision, evidence, reason.strip(), actor)
             current = replace(current, **recorded)
-            write_atomic(settings.serving_file, current.to_json())
+            # queued first: a kill before the switch write leaves an entry that does not match
+            # the switch (dropped under the lock), never a change without its history
             queue_entry(settings.serving_pending_file, _entry(current))
+            write_atomic(settings.serving_file, current.to_json())
             log.info("serving switch: %s (%s)", current.describe(), decision.message)
     if current.generation != before.generation:
         # gc counts a generation's age from when it last served (never fails the switch)
         for name in (before.generation, current.generation):
             note_served(settings, name)
-    history = flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings))
+    history = _flush(settings, dsn)
     return Outcome(decision, current, history)
 
 
@@ -271,4 +279,18 @@ def _entry(state: ServingState) -> dict:
 
 def sync_history(settings: Settings, dsn: str | None) -> HistoryWrite:
     """Insert whatever history is still queued (any successful connection should call this)."""
-    return flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings))
+    return _flush(settings, dsn)
+
+
+def _flush(settings: Settings, dsn: str | None) -> HistoryWrite:
+    return flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings),
+                 lambda: _drop_unwritten(settings))  # fmt: skip
+
+
+def _drop_unwritten(settings: Settings) -> None:
+    """The queue's last change matches the switch, or it never happened (under the lock)."""
+    try:
+        changed_at = read_state(settings.serving_file).changed_at
+    except ValueError:  # an unreadable switch: keep every entry, the operator repairs it
+        return
+    drop_unwritten(settings.serving_pending_file, changed_at)

@@ -155,6 +155,47 @@ def test_an_entry_queued_before_generations_reads_as_the_default_generation(tmp_
     settings = Settings(data_dir=tmp_path / "data", drops_dir=tmp_path / "drops")
     settings.serving_pending_file.parent.mkdir(parents=True, exist_ok=True)
     pending.rename(settings.serving_pending_file)
+    # the switch that change wrote (a queued change the switch never made is dropped)
+    switch = ServingState(PROMOTED, old["changed_at"], "r-old", old["reason"], "oncall", "promote")
+    settings.serving_file.write_text(switch.to_json())
     assert sync_history(settings, pg_dsn).inserted == 1
     [row] = _rows(pg_dsn, entry_id)
     assert (row["backend"], row["generation"], row["previous"]) == ("pgvector", "default", None)
+
+
+@pytest.mark.parametrize("postgres", ["up", "down"])
+def test_a_change_killed_before_its_switch_write_is_never_recorded(tmp_path, monkeypatch, pg_dsn,
+                                                                   postgres):  # fmt: skip
+    """A change is queued, then the switch written (found by the crash drill: the other order
+    lost the row of a change the switch had made). A kill between the two leaves a queued change
+    the switch never made: the next flush or change drops it, and the next change is recorded."""
+    from candlefire_pipeline.operations.serving import machine
+    from candlefire_pipeline.operations.serving.table import ROLLBACK
+
+    dsn = pg_dsn if postgres == "up" else None
+    settings = _env(monkeypatch, tmp_path / "data", dsn)
+    before = read_state(settings.serving_file)
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(machine, "write_atomic", _killed)  # the kill after the queue write
+        machine.transition(settings, ROLLBACK, "never written", "test", dsn=dsn)
+    [unwritten] = pending_entries(settings.serving_pending_file)
+    assert unwritten["reason"] == "never written" and read_state(settings.serving_file) == before
+    if dsn is not None:
+        assert sync_history(settings, dsn).inserted == 0
+        assert pending_entries(settings.serving_pending_file) == []
+        assert _rows(pg_dsn, unwritten["entry_id"]) == []
+    outcome = machine.transition(settings, ROLLBACK, "written", "test", dsn=dsn)
+    state = read_state(settings.serving_file)
+    assert state.state == PINNED and state.reason == "written"
+    queued = pending_entries(settings.serving_pending_file)
+    if dsn is None:
+        assert [e["reason"] for e in queued] == ["written"]
+        assert queued[0]["changed_at"] == state.changed_at
+    else:
+        assert queued == [] and outcome.history.inserted == 1
+        assert [h["reason"] for h in history(pg_dsn, limit=1000)
+                if h["changed_at"].isoformat() == state.changed_at] == ["written"]  # fmt: skip
+
+
+def _killed(*args, **kwargs):
+    raise KeyboardInterrupt
