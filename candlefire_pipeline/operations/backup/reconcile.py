@@ -108,14 +108,14 @@ def _record_history(settings: Settings, dsn: str, note: str) -> bool:
     if not settings.serving_file.exists():
         return False
     lock = lambda: switch_lock(settings)  # noqa: E731 - the queue's lock factory
-    flush(dsn, settings.serving_pending_file, lock)
+    flush(dsn, settings.serving_pending_file, lock, settings.serving_file)
     state = read_state(settings.serving_file)
     latest = next(iter(history(dsn, limit=1)), None)
     if latest is not None and _same(latest, state):
         return False
     with switch_lock(settings):
         queue_entry(settings.serving_pending_file, _restored_entry(state, note))
-    return flush(dsn, settings.serving_pending_file, lock).inserted > 0
+    return flush(dsn, settings.serving_pending_file, lock, settings.serving_file).inserted > 0
 
 
 def _same(row: dict, state: ServingState) -> bool:

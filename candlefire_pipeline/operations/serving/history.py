@@ -24,6 +24,7 @@ from candlefire_pipeline.operations.pending_rows import (
     rewrite_entries,
 )
 from candlefire_pipeline.operations.pending_rows import flush as flush_queue
+from candlefire_pipeline.operations.serving.state import read_state
 from candlefire_pipeline.stores import SERVABLE_STORES
 
 log = logging.getLogger(__name__)
@@ -84,23 +85,30 @@ def flush(
     dsn: str | None,
     pending_file: Path,
     lock: Callable[[], AbstractContextManager],
-    prune: Callable[[], object] | None = None,
+    switch_file: Path,
 ) -> HistoryWrite:
-    """Insert every queued history entry, oldest first (`lock`: the switch lock's factory;
-    `prune`: drop_unwritten for the switch the queue records)."""
+    """Insert every queued history entry of the switch at `switch_file`, oldest first (`lock`:
+    the switch lock's factory), once a change it never made is dropped (drop_unwritten)."""
+    prune = lambda: drop_unwritten(pending_file, switch_file)  # noqa: E731 - under the lock
     return flush_queue(dsn, pending_file, lock, HISTORY_TABLE, prune)
 
 
-def drop_unwritten(pending_file: Path, changed_at: str | None) -> int:
-    """Drop the last queued change when it is not the switch's (changed at `changed_at`): a
-    change is queued before the switch is written, so a process killed between the two leaves
-    one entry for a change that never happened (the caller holds the switch lock). A restore's
-    row records the switch as it stands, not a change: never dropped. How many went."""
+def drop_unwritten(pending_file: Path, switch_file: Path) -> int:
+    """Drop the last queued change when it is not the switch's (its `changed_at`): a change is
+    queued before the switch is written, so a process killed between the two leaves one entry
+    for a change that never happened (the caller holds the switch lock). A restore's row
+    records the switch as it stands, not a change: never dropped. How many went."""
     changes = [e for e in pending_entries(pending_file) if e.get("event") != RESTORED]
-    if not changes or changes[-1].get("changed_at") == changed_at:
+    if not changes:
         return 0
-    unwritten = changes[-1].get("entry_id")
-    rewrite_entries(pending_file, lambda line: key_of(line, "entry_id") != unwritten)
+    try:
+        changed_at = read_state(switch_file).changed_at
+    except ValueError:  # an unreadable switch: keep every entry, the operator repairs it
+        return 0
+    if changes[-1].get("changed_at") == changed_at:
+        return 0
+    unwritten = changes[-1].get(HISTORY_TABLE.key)
+    rewrite_entries(pending_file, lambda line: key_of(line, HISTORY_TABLE.key) != unwritten)
     log.warning("serving history: the queued change %r was dropped: its switch write never "
                 "happened (the process was killed between the two)",
                 changes[-1].get("reason"))  # fmt: skip

@@ -192,7 +192,8 @@ def transition(
     history entry, then insert the queued history into Postgres at `dsn` if it answers."""
     require_reason(event, reason)
     with switch_lock(settings):
-        _drop_unwritten(settings)  # before this change is queued after it
+        # a change a killed process queued but never made goes before this one is queued
+        drop_unwritten(settings.serving_pending_file, settings.serving_file)
         current = _current(settings, event)
         evidence = _registry_now(settings, event, evidence)
         decision = decide(current, event, evidence)
@@ -284,13 +285,4 @@ def sync_history(settings: Settings, dsn: str | None) -> HistoryWrite:
 
 def _flush(settings: Settings, dsn: str | None) -> HistoryWrite:
     return flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings),
-                 lambda: _drop_unwritten(settings))  # fmt: skip
-
-
-def _drop_unwritten(settings: Settings) -> None:
-    """The queue's last change matches the switch, or it never happened (under the lock)."""
-    try:
-        changed_at = read_state(settings.serving_file).changed_at
-    except ValueError:  # an unreadable switch: keep every entry, the operator repairs it
-        return
-    drop_unwritten(settings.serving_pending_file, changed_at)
+                 settings.serving_file)  # fmt: skip
