@@ -66,7 +66,9 @@ class ChromaCollectionStore:
             include=list(call.include),
         )
 
-    def query(self, call: QueryCall, vectors: np.ndarray) -> dict:
+    def query(self, call: QueryCall, vectors) -> dict:
+        """`vectors`: the query vectors, or a function giving them."""
+        vectors = vectors() if callable(vectors) else vectors
         check_dim(self.model, vectors.shape[1])
         return self._collection.query(
             query_embeddings=vectors,

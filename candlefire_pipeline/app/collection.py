@@ -66,6 +66,18 @@ def _close(store) -> None:
     store.close()
 
 
+def _once(make):
+    """`make()` on the first call, the same value after."""
+    made = []
+
+    def value():
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return value
+
+
 class ServingCollection(FollowsSwitch):
     """count / get / query of chromadb 1.5's Collection, on the store the switch serves."""
 
@@ -114,8 +126,9 @@ class ServingCollection(FollowsSwitch):
                           ids=ids)  # fmt: skip
         store, target = self._follower.current()
         started = time.perf_counter()
-        vectors = call.vectors if call.texts is None else self._embedded(store, call.texts)
-        answer = store.query(call, vectors)
+        vectors = _once(lambda: call.vectors if call.texts is None
+                        else self._embedded(store, call.texts))  # fmt: skip
+        answer = store.query(call, vectors)  # embeds only when the store asks Postgres
         self._offer(target, call, vectors, answer, started)
         return answer
 

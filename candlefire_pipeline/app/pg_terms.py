@@ -26,6 +26,7 @@ same, only slower.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
@@ -41,6 +42,8 @@ from candlefire_pipeline.backends.pg.terms import schema
 from candlefire_pipeline.backends.pg.terms.lookup import SAME_VECTOR, Key
 
 ABSTRACT = Field("chunk_index", "$eq", (0,))
+#: runs one statement and returns its rows (app/pg_store.py reads the version beside it)
+Fetch = Callable[..., list[tuple]]
 
 
 @dataclass(frozen=True)
@@ -92,13 +95,13 @@ def abstract_variant(call: GetCall) -> str | None:
     return None
 
 
-def read_kept(conn: psycopg.Connection, names: Names, key: Key, texts: list[str], vectors: list,
-              n: int, embeddings: bool) -> list[Kept | None]:  # fmt: skip
+def read_kept(fetch: Fetch, names: Names, key: Key, texts: list[str], vectors: list, n: int,
+              embeddings: bool) -> list[Kept | None]:  # fmt: skip
     """Per text, its entry under `key` ranked for the vector given with it (None: no entry,
     another vector, or the cache does not describe the table now)."""
     params = [texts, vectors, key.kind, key.recipe, key.model_id, n, n, n]
     grouped: dict[int, list[tuple]] = {}
-    for record in conn.execute(_kept_statement(names.table, embeddings), params).fetchall():
+    for record in fetch(_kept_statement(names.table, embeddings), params):
         grouped.setdefault(record[0], []).append(record)
     return [_kept(grouped.get(i + 1)) for i in range(len(texts))]
 
@@ -151,14 +154,15 @@ class Abstract:
     version: int
 
 
-def first_abstract(conn: psycopg.Connection, names: Names, key: Key, variant: str,
+def first_abstract(fetch: Fetch, conn: psycopg.Connection, names: Names, key: Key, variant: str,
                    embeddings: bool, walks: bool) -> Abstract | None:  # fmt: skip
     """A grounding-in-an-abstract get from v's keyword entry: no row when no abstract holds v;
     the first abstract holder (insertion order) from the entry when it keeps it or a list
     holding every holder, else (`walks`: the seq index exists) walked for; None when the entry
     is missing or cannot tell."""
     params = [key.kind, key.recipe, key.model_id, variant]
-    found = conn.execute(_abstract_statement(names.table, embeddings), params).fetchone()
+    rows = fetch(_abstract_statement(names.table, embeddings), params)
+    found = rows[0] if rows else None
     if found is None or not found[0]:
         return None
     _, held, knows_first, version = found[:4]

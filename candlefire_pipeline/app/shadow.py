@@ -58,6 +58,8 @@ class CallJob:
 
     @classmethod
     def of(cls, served_store: str, call, vectors, answer: dict, seconds: float) -> CallJob:
+        """`vectors` may be a function giving them (made only for a sampled call)."""
+        vectors = vectors() if callable(vectors) else vectors
         ids, distances = _lists(call, answer)
         return cls(datetime.now(UTC).isoformat(), served_store, call, vectors, ids, distances,
                    seconds * 1000.0)  # fmt: skip

@@ -15,8 +15,8 @@ def open_store(target: Target, settings: Settings, embedder):
         from candlefire_pipeline.app.pg_store import PgCollectionStore
 
         return PgCollectionStore(resolve_dsn(settings), settings.pg_table,
-                                 pg_ann_params(settings), embedder,
-                                 pg_cache_params(settings))  # fmt: skip
+                                 pg_ann_params(settings), embedder, pg_cache_params(settings),
+                                 settings.app_client)  # fmt: skip
     if target.backend == CHROMA:
         from candlefire_pipeline.app.chroma_store import ChromaCollectionStore
 

@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from candlefire_pipeline.redact import redact_dsn
+from candlefire_pipeline.settings.app_client import AppClientSettings
 from candlefire_pipeline.settings.app_collection import AppCollectionSettings
 from candlefire_pipeline.settings.backup import BackupSettings
 from candlefire_pipeline.settings.data_layout import DataLayout
@@ -73,6 +74,7 @@ def default_conformance_dir() -> Path:
 
 
 __all__ = [
+    "AppClientSettings",
     "AppCollectionSettings",
     "DEFAULT_BULK_RUNTIME",
     "DEFAULT_EMBED_EXECUTOR",
@@ -198,6 +200,8 @@ class Settings(DataLayout):
     replica: ReplicaSettings = field(default_factory=ReplicaSettings)
     #: the embedded server's backups (CANDLEFIRE_BACKUP_DIR, _KEEP, _CRON)
     backup: BackupSettings = field(default_factory=BackupSettings)
+    #: the app collection's connections, timeouts and process copy of answers (CANDLEFIRE_APP_*)
+    app_client: AppClientSettings = field(default_factory=AppClientSettings)
 
     def embed_runtime(self, path: str) -> str:
         """The runtime configured for the "query" or "bulk" embedding path."""
@@ -269,6 +273,7 @@ class Settings(DataLayout):
             app_collection=AppCollectionSettings.from_env() if parity else AppCollectionSettings(),
             replica=ReplicaSettings.from_env() if parity else ReplicaSettings(),
             backup=BackupSettings.from_env() if parity else BackupSettings(),
+            app_client=AppClientSettings.from_env(),
         )
 
 

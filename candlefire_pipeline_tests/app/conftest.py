@@ -12,11 +12,14 @@ from chromadb.config import Settings as ChromaSettings
 
 from candlefire_pipeline.app.collection import ServingCollection
 from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.settings import AppClientSettings
 from candlefire_pipeline_tests.app.corpus import SeededEmbedder, deploy, with_ann
 
 #: How the serving collection is set up: pgvector ranking every row, pgvector walking its HNSW
-#: index, Chroma behind the read-only wrapper (the emergency lever forces it).
-MODES = ("pgvector-exact", "pgvector-hnsw", "chroma")
+#: index, pgvector with answers copied into the process (the default across a network: the
+#: change watch keeps them current), Chroma behind the read-only wrapper (the emergency lever
+#: forces it).
+MODES = ("pgvector-exact", "pgvector-hnsw", "pgvector-watched", "chroma")
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +52,8 @@ def mode_settings(settings, mode: str):
         return with_ann(settings, full_scan_rows=0)
     if mode == "chroma":
         return replace(settings, serving_override="chroma")
+    if mode == "pgvector-watched":
+        return replace(settings, app_client=AppClientSettings())
     return settings
 
 

@@ -24,7 +24,7 @@ from chromadb.config import Settings as ChromaSettings
 
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.operations.serving.state import PROMOTED, ServingState
-from candlefire_pipeline.settings import PgAnnSettings, Settings
+from candlefire_pipeline.settings import AppClientSettings, PgAnnSettings, Settings
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
 
 DIM = 32
@@ -123,6 +123,9 @@ def deploy(root: Path, pg_dsn: str, seed: int = 7, papers: int = 120, **ann) -> 
         model_id=SeededEmbedder.model_id,
         pg_table=f"app_{uuid.uuid4().hex[:10]}", chroma_collection=f"app_{uuid.uuid4().hex[:8]}",
         chroma_ef_search=2000, hnsw_ef_search=1000, pg_ann=PgAnnSettings(**ann),
+        # every call asks Postgres: these suites write between two calls and expect the next
+        # to see it; the process copy of answers is the "pgvector-watched" mode (conftest.py)
+        app_client=AppClientSettings(staleness_ms=0),
     )  # fmt: skip
     embedder = SeededEmbedder()
     documents, ids = [], {}

@@ -25,22 +25,32 @@ EXTENSIONS = ("vector", "pg_trgm")
 CLIENT_CHECK_MS = 1000
 
 
-def connect(dsn: str, timeout: int = 15) -> psycopg.Connection:
-    """An autocommit connection; failures name the server, never the password."""
+def one_line(message: str) -> str:
+    """A server's or libpq's message on one line (libpq lists each host tried on its own)."""
+    return " ".join(message.split())
+
+
+def connect(
+    dsn: str, timeout: int = 15, connection_class: type[psycopg.Connection] = psycopg.Connection
+) -> psycopg.Connection:
+    """An autocommit connection (`timeout` unless the DSN sets connect_timeout); failures name
+    the server, never the password."""
     try:
-        password = conninfo_to_dict(dsn).get("password") or ""
+        given = conninfo_to_dict(dsn)
+        password = given.get("password") or ""
     except psycopg.Error:
         # psycopg's parse error quotes the DSN: raise outside the handler so no chained
         # exception (__context__) keeps it either.
         password = None
     if password is None:
         raise BackendUnavailableError("the Postgres DSN cannot be parsed (value not shown)")
+    timeouts = {} if "connect_timeout" in given else {"connect_timeout": timeout}
     try:
-        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=timeout)
+        conn = connection_class.connect(dsn, autocommit=True, **timeouts)
     except psycopg.Error as exc:
         reason = str(exc).replace(password, "***") if password else str(exc)
         raise BackendUnavailableError(
-            f"cannot connect to Postgres at {redact_dsn(dsn)}: {reason.strip()}"
+            f"cannot connect to Postgres at {redact_dsn(dsn)}: {one_line(reason)}"
         ) from None
     _check_for_a_gone_client(conn)
     return conn
@@ -69,9 +79,11 @@ def _ensure_extensions(conn: psycopg.Connection) -> None:
             conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
 
 
-def open_connection(dsn: str) -> psycopg.Connection:
+def open_connection(
+    dsn: str, connection_class: type[psycopg.Connection] = psycopg.Connection
+) -> psycopg.Connection:
     """connect(), then make sure pgvector + pg_trgm exist and register the vector types."""
-    conn = connect(dsn)
+    conn = connect(dsn, connection_class=connection_class)
     try:
         _ensure_extensions(conn)
         register_vector(conn)

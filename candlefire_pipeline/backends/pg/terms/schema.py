@@ -39,6 +39,35 @@ def _trigger(names: Names) -> sql.Identifier:
     return names.ident("_content_version")
 
 
+def change_channel(names: Names) -> str:
+    """The LISTEN channel a commit that moves the table's content version notifies."""
+    return f"candlefire_{names.table}"
+
+
+def _notify_function(names: Names) -> sql.Identifier:
+    return names.ident("_notify_change")
+
+
+def _notify_trigger(names: Names) -> sql.Identifier:
+    return names.ident("_change_notify")  # _notifies() looks it up by this name
+
+
+def notify_statements(names: Names) -> list[sql.Composed]:
+    """Idempotent DDL: every update of the content version notifies the change channel with the
+    new version, delivered at its commit (an app process copying answers drops them then)."""
+    return [
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$BEGIN PERFORM pg_notify({c}, NEW.content_version::text); RETURN NULL; END$$"
+        ).format(f=_notify_function(names), c=sql.Literal(change_channel(names))),
+        sql.SQL(
+            "CREATE OR REPLACE TRIGGER {g} AFTER UPDATE OF content_version ON {m} FOR EACH ROW "
+            "WHEN (OLD.content_version IS DISTINCT FROM NEW.content_version) "
+            "EXECUTE FUNCTION {f}()"
+        ).format(g=_notify_trigger(names), m=names.meta, f=_notify_function(names)),
+    ]
+
+
 def create_statements(names: Names, dim: int) -> list[sql.Composed]:
     """Idempotent DDL: the version columns and trigger, the entries table and its indexes."""
     terms, meta = terms_table(names), names.meta
@@ -75,6 +104,7 @@ def create_statements(names: Names, dim: int) -> list[sql.Composed]:
         sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {e} (used_at)").format(
             i=names.ident("_terms_used"), e=terms
         ),
+        *notify_statements(names),
     ]
 
 
@@ -100,7 +130,19 @@ def upgrade(conn: psycopg.Connection, names: Names) -> list[str]:
             )
         )
         done.append(f"set fillfactor {FILLFACTOR}")
+    if not _notifies(conn, names):
+        for statement in notify_statements(names):
+            conn.execute(statement)
+        done.append("added change notifications")
     return done
+
+
+def _notifies(conn: psycopg.Connection, names: Names) -> bool:
+    found = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = to_regclass(%s))",
+        [f"{names.table}_change_notify", names.meta.as_string(conn)],
+    ).fetchone()[0]
+    return bool(found)
 
 
 def members(alias: str = "e") -> sql.Composed:
@@ -115,6 +157,7 @@ def drop_statements(names: Names) -> list[sql.Composed]:
     return [
         sql.SQL("DROP TABLE IF EXISTS {e}").format(e=terms_table(names)),
         sql.SQL("DROP FUNCTION IF EXISTS {f}() CASCADE").format(f=_function(names)),
+        sql.SQL("DROP FUNCTION IF EXISTS {f}() CASCADE").format(f=_notify_function(names)),
     ]
 
 
