@@ -20,6 +20,7 @@ import numpy as np
 
 from candlefire_pipeline.app.calls import GET_INCLUDE, QUERY_INCLUDE, get_call, query_call
 from candlefire_pipeline.app.filters import UnsupportedCallError
+from candlefire_pipeline.app.metrics import CallMeter, process_metrics
 from candlefire_pipeline.app.shadow import CallShadow
 from candlefire_pipeline.app.stores import open_store
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
@@ -91,6 +92,9 @@ class ServingCollection(FollowsSwitch):
             make_embedder=lambda s, g: LazyEmbedder(lambda: generation_embedder(s, g, "query")),
         )  # fmt: skip
         self._shadow = CallShadow(settings, shadow)
+        client = settings.app_client
+        self._meter = CallMeter(process_metrics(client.metrics_port)
+                                if client.metrics == "prometheus" else None)  # fmt: skip
         #: texts' query vectors across calls, per model identity (retrieval/vector_cache.py)
         self.vector_cache = QueryVectorCache(settings.retrieval.query_vector_cache)
 
@@ -105,16 +109,31 @@ class ServingCollection(FollowsSwitch):
         term cache, "kept after computing", "sql"; {} for Chroma or before the first call)."""
         return dict(getattr(self._follower.served, "answered", {}))
 
+    def request(self):
+        """`with collection.request():` around the calls of one app request: its latency, calls
+        and round trips are one observation of the request metrics (app/metrics.py)."""
+        return self._meter.request()
+
+    def _serving(self, call: str):
+        """(store, target) for this call; a failure to open one counts as the call's error."""
+        try:
+            return self._follower.current()
+        except Exception as exc:
+            self._meter.failed(call, exc)
+            raise
+
     def count(self) -> int:
-        store, _ = self._follower.current()
-        return store.count()
+        store, target = self._serving("count")
+        with self._meter.call("count", store, target):
+            return store.count()
 
     def get(self, ids=None, where=None, limit=None, offset=None, where_document=None,
             include=GET_INCLUDE) -> dict:  # fmt: skip
         call = get_call(ids, where, limit, offset, where_document, include)
-        store, target = self._follower.current()
+        store, target = self._serving("get")
         started = time.perf_counter()
-        answer = store.get(call)
+        with self._meter.call("get", store, target):
+            answer = store.get(call)
         self._offer(target, call, None, answer, started)
         return answer
 
@@ -124,11 +143,12 @@ class ServingCollection(FollowsSwitch):
         call = query_call(query_embeddings, query_texts, n_results, where, where_document,
                           include, query_images=query_images, query_uris=query_uris,
                           ids=ids)  # fmt: skip
-        store, target = self._follower.current()
+        store, target = self._serving("query")
         started = time.perf_counter()
         vectors = _once(lambda: call.vectors if call.texts is None
                         else self._embedded(store, call.texts))  # fmt: skip
-        answer = store.query(call, vectors)  # embeds only when the store asks Postgres
+        with self._meter.call("query", store, target):
+            answer = store.query(call, vectors)  # embeds only when the store asks Postgres
         self._offer(target, call, vectors, answer, started)
         return answer
 

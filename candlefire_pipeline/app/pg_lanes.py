@@ -61,18 +61,31 @@ def client_dsn(dsn: str, client: AppClientSettings, application_name: str) -> st
 
 
 class CountedConnection(psycopg.Connection):
-    """A connection that counts its round trips and remembers the content version read after
-    its last statement (None once another statement ran)."""
+    """A connection that counts its round trips, remembers the content version read after its
+    last statement (None once another statement ran), and gives up a round trip the server does
+    not answer within `deadline_s` (the network may hold packets without resetting: a kernel
+    that still acknowledges them defeats keepalives): the connection is closed, the call fails."""
 
     round_trips = 0
     after = None
     _batched = False
+    #: set by `bounded_connection_class`; None: wait as long as the server takes
+    deadline_s: float | None = None
 
     def wait(self, gen, *args, **kwargs):
         if not self._batched:
             self.round_trips += 1
             self.after = None
-        return super().wait(gen, *args, **kwargs)
+        if self.deadline_s is None or len(args) > 1 or "timeout" in kwargs:
+            return super().wait(gen, *args, **kwargs)
+        try:
+            return super().wait(gen, *args, timeout=self.deadline_s, **kwargs)
+        except psycopg.errors._WaitTimeout:
+            self.pgconn.finish()  # a half-read answer leaves the connection unusable
+            raise psycopg.OperationalError(
+                f"no answer from the server within {self.deadline_s:g} s (statement timeout + "
+                "CANDLEFIRE_PG_DEAD_PEER_S): connection closed"
+            ) from None
 
     @contextmanager
     def one_round_trip(self) -> Iterator[None]:
@@ -86,11 +99,24 @@ class CountedConnection(psycopg.Connection):
         self.round_trips += 1
 
 
+def bounded_connection_class(client: AppClientSettings) -> type[CountedConnection]:
+    """CountedConnection giving up a round trip after the statement timeout plus the dead-peer
+    bound (the server ends a slow statement itself; beyond that the network lost it)."""
+    deadline = client.statement_timeout_ms / 1000 + client.dead_peer_s
+    if client.statement_timeout_ms == 0:  # no statement timeout: a statement may run for ever
+        deadline = None
+    return type("BoundedConnection", (CountedConnection,), {"deadline_s": deadline})
+
+
 class LaneStore(PgVectorBackend):
     """The pgvector store's read side on one counted connection."""
 
+    def __init__(self, *args, connection_class: type[CountedConnection], **kwargs) -> None:
+        self._connection_class = connection_class
+        super().__init__(*args, **kwargs)
+
     def _open(self) -> psycopg.Connection:
-        conn = open_connection(self._dsn, CountedConnection)
+        conn = open_connection(self._dsn, self._connection_class)
         self._session.forget()
         return conn
 
@@ -102,9 +128,11 @@ class LaneStore(PgVectorBackend):
 class Lane:
     """One connection of the collection and the term caches that read through it."""
 
-    def __init__(self, dsn: str, table: str, ann: AnnParams, cache: CacheParams) -> None:
+    def __init__(self, dsn: str, table: str, ann: AnnParams, cache: CacheParams,
+                 connection_class: type[CountedConnection]) -> None:  # fmt: skip
         # LIKE: the collection's $contains is case-sensitive whatever the writer's substring mode
-        self.store = LaneStore(dsn, table, substring_mode="like", ann=ann, cache=cache)
+        self.store = LaneStore(dsn, table, substring_mode="like", ann=ann, cache=cache,
+                               connection_class=connection_class)  # fmt: skip
         #: keyword entries ranked over every holder (the document filter is exact here)
         self.exact = TermCache(self.store, replace(cache, keyword_walk="off"))
         self.exact.first_abstracts = True

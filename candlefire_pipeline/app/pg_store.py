@@ -23,7 +23,13 @@ import psycopg
 from candlefire_pipeline.app import pg_answers
 from candlefire_pipeline.app.calls import GetCall, QueryCall
 from candlefire_pipeline.app.local_answers import LocalAnswers
-from candlefire_pipeline.app.pg_lanes import APP_NAME, Lane, Lanes, client_dsn
+from candlefire_pipeline.app.pg_lanes import (
+    APP_NAME,
+    Lane,
+    Lanes,
+    bounded_connection_class,
+    client_dsn,
+)
 from candlefire_pipeline.app.results import get_result, query_result
 from candlefire_pipeline.app.watch import ContentWatch, Epoch, epoch_of, version_statement
 from candlefire_pipeline.backends.common import BackendUnavailableError, check_dim
@@ -53,6 +59,7 @@ class PgCollectionStore:
         self._cache = cache or CacheParams()
         self._where = redact_dsn(dsn)
         self._dsn = client_dsn(dsn, client, APP_NAME)
+        self._connection_class = bounded_connection_class(client)
         self._lanes = Lanes(self._new_lane, client.pool_size, client.pool_timeout_s, dsn)
         #: calls by how they were answered: "local" (the process copy), "kept" (an entry
         #: read), "kept after computing" (a miss computed and kept, then read), ", walked" (an
@@ -76,13 +83,13 @@ class PgCollectionStore:
                 self.local = LocalAnswers(client.local_mb * 2**20)
                 watch_dsn = client_dsn(dsn, client, f"{APP_NAME}-watch")
                 self.watch = ContentWatch(watch_dsn, self.names, client.staleness_ms / 1000,
-                                          self.local.clear)  # fmt: skip
+                                          self.local.clear, self._connection_class)  # fmt: skip
         except BaseException:
             self.close()
             raise
 
     def _new_lane(self) -> Lane:
-        lane = Lane(self._dsn, self.names.table, self.ann, self._cache)
+        lane = Lane(self._dsn, self.names.table, self.ann, self._cache, self._connection_class)
         if self.model is not None:
             lane.store.assume_model(self.model)
         return lane
@@ -122,6 +129,7 @@ class PgCollectionStore:
 
     # how a call is answered ------------------------------------------------------------------
     def _answer(self, key: Hashable, compute):
+        self.last.how, self.last.round_trips = None, 0
         epoch = self.watch.current() if self.watch is not None else None
         if epoch is not None:
             found = self.local.get(epoch, key)
@@ -144,7 +152,6 @@ class PgCollectionStore:
             try:
                 with self._lanes.lane() as lane:
                     before = lane.conn.round_trips
-                    self.last.how = None
                     value = compute(lane, self._fetcher(lane))
                     seen = self._seen(lane) if self.watch is not None else None
                     self._count_trips(lane.conn.round_trips - before)

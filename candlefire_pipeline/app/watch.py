@@ -65,9 +65,16 @@ def epoch_of(row) -> Epoch | None:
 class ContentWatch:
     """The table's content as this process knows it, proven at most `staleness_s` ago."""
 
-    def __init__(self, dsn: str, names: Names, staleness_s: float,
-                 on_move: Callable[[], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        dsn: str,
+        names: Names,
+        staleness_s: float,
+        on_move: Callable[[], None],
+        connection_class: type[psycopg.Connection] = psycopg.Connection,
+    ) -> None:
         self._dsn, self._names, self.staleness = dsn, names, staleness_s
+        self._connection_class = connection_class
         self._statement = version_statement(names)
         self._channel = change_channel(names)
         #: told when the copy must be forgotten (a new version, server or table)
@@ -123,7 +130,7 @@ class ContentWatch:
         delay = RETRY_SECONDS
         while not self._stop.is_set():
             try:
-                self._conn = connect(self._dsn)
+                self._conn = connect(self._dsn, connection_class=self._connection_class)
                 self._listen()
                 delay = RETRY_SECONDS
                 self._beat()
