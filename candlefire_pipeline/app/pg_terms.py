@@ -19,7 +19,7 @@ entry is kept:
 Entries rank by (distance, chunk id), the collection by (distance, insertion order): the first n
 members are re-ordered by insertion order within equal distances, and an entry whose tie at the
 cut may hold a member past it does not answer (the call is computed instead). Any other shape,
-and any entry that cannot answer, goes to the SQL path (app/pg_store.py): the answers are the
+and any entry that cannot answer, goes to the SQL path (app/pg_answers.py): the answers are the
 same, only slower.
 """
 
