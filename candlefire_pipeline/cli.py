@@ -34,7 +34,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
     from candlefire_pipeline.defs.drop_registration import register_drops
 
-    keys = register_drops(settings)
+    keys = register_drops(settings, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     print(f"{len(keys)} drop partitions registered: {', '.join(keys)}")
     return 0
 

@@ -125,6 +125,11 @@ class StoreLedger:
         """The given pmids that a later batch already applied to this store accepts or deletes."""
         return superseded_pmids(self.batches_dir, batch_key, pmids, marker=self.applied_marker)
 
+    def superseding(self, batch_key: str, pmids: Iterable[str]) -> dict[str, set[str]]:
+        """Later-named batch already applied to this store -> the given pmids it holds a newer
+        version of (or deletes): what holds this batch's papers back."""
+        return superseding_batches(self.batches_dir, batch_key, pmids, self.applied_marker)
+
     def expected_chunks(self) -> dict[str, str]:
         """chunk_id -> content_hash the store should hold: the current versions of its batches."""
         return expected_chunks(self.batches_dir, self.applied())
@@ -182,6 +187,22 @@ def superseded_pmids(
             found.update(pmid for pmid in _pmids(batch_dir / name) if pmid in wanted)
         if found == wanted:
             break
+    return found
+
+
+def superseding_batches(
+    batches_dir: Path, batch_key: str, pmids: Iterable[str], marker: str
+) -> dict[str, set[str]]:
+    """Each later batch (holding `marker`) -> the given pmids it accepts or deletes."""
+    wanted = set(pmids)
+    found: dict[str, set[str]] = {}
+    for batch_dir in _batch_dirs(batches_dir, marker):
+        if batch_dir.name <= batch_key or not wanted:
+            continue
+        for name in ("papers.parquet", "deleted.parquet"):
+            held = {pmid for pmid in _pmids(batch_dir / name) if pmid in wanted}
+            if held:
+                found.setdefault(batch_dir.name, set()).update(held)
     return found
 
 

@@ -6,6 +6,7 @@ Drops whose current version is in the shared drop record (taken in by any run, o
 
 import dagster as dg
 
+from candlefire_pipeline.corpus.drop_order import applied_drops, order_warning, sorting_before
 from candlefire_pipeline.corpus.drop_record import DropRecordError, read_record
 from candlefire_pipeline.corpus.drop_scan import DropCursor, ready_drops, scan_drops
 from candlefire_pipeline.corpus.drops import validate_batch_key
@@ -51,6 +52,9 @@ def pubmed_drops_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     known = set(context.instance.get_dynamic_partitions(ingest_batches.name))
     recorded = {d.name for d in files if taken_in.get(d.name) == d.run_key}
     new_keys = sorted(({d.name for d in ready} | recorded) - known)
+    applied = applied_drops(settings.batches_dir, settings.stores)
+    for name, later in sorting_before([d.name for d in ready], applied).items():
+        context.log.warning(order_warning(name, later))
     if cursor.pending:
         context.log.info(
             f"waiting for {len(cursor.pending)} drop(s) to settle: {sorted(cursor.pending)}"

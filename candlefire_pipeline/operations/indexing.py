@@ -45,6 +45,18 @@ class ApplySummary:
     applied_at: float
     #: Interrupted earlier applies to this store that were finished first (batch keys).
     resumed: tuple[str, ...] = field(default=())
+    #: later-named drops already applied that hold a newer version of some of this batch's
+    #: papers (held back: drops apply in file-name order) -> how many papers each
+    superseded_by: dict[str, int] = field(default_factory=dict)
+
+    def held_back(self) -> str:
+        """The papers a later-named drop held back, for a log line ("" when none)."""
+        if not self.papers_superseded:
+            return ""
+        by = ", ".join(f"{key} ({n})" for key, n in sorted(self.superseded_by.items()))
+        return (f"{self.papers_superseded} papers held back by later-named drops already "
+                f"applied ({by}): drops apply in file-name order, the later name's version "
+                "stays")  # fmt: skip
 
     @property
     def rows_per_second(self) -> float:
@@ -125,7 +137,8 @@ def _apply(
     deleted = pq.read_table(batch_dir / "deleted.parquet")["pmid"].to_pylist()
     pmids = set(pc.unique(rows["pmid"]).to_pylist())
     ledger = StoreLedger(batches_dir, backend.name)
-    superseded = ledger.superseded(batch_key, pmids | set(deleted))
+    superseding = ledger.superseding(batch_key, pmids | set(deleted))
+    superseded = set().union(*superseding.values())
     unchanged = _unchanged(backend, rows, pmids - superseded)
     to_write = pmids - superseded - unchanged
     # A pmid both deleted and accepted here was re-added after its delete in this file (the
@@ -148,6 +161,7 @@ def _apply(
         seconds=time.perf_counter() - started,
         applied_at=time.time(),
         resumed=resumed,
+        superseded_by={key: len(held) for key, held in superseding.items()},
     )
     if tracked:
         ledger.finish(batch_key, asdict(summary))
@@ -156,6 +170,8 @@ def _apply(
         backend.name, batch_key, written, len(to_write), len(unchanged),
         summary.papers_superseded, len(to_delete),
     )  # fmt: skip
+    if summary.papers_superseded:
+        log.warning("%s <- %s: %s", backend.name, batch_key, summary.held_back())
     return summary
 
 

@@ -81,3 +81,35 @@ def test_demo_drops_exercise_update_upgrade_and_delete(tmp_path):
     updated = {c["pmid"] for c in later} & {c["pmid"] for c in batches[0][1]}
     assert len(updated) > len(upgraded)
     assert sum(s.deleted for s, _ in batches) >= 1
+
+
+def test_a_drop_named_before_an_applied_one_says_which_papers_it_holds_back(
+    tmp_path, monkeypatch, pg_dsn, capsys
+):
+    """`after-backup.jsonl` arrives after `v2.jsonl` but sorts before it: register-drops warns,
+    and the store's log line and metadata count the paper v2 holds back and name v2."""
+    from candlefire_pipeline.cli import main as candlefire
+
+    settings = pipeline_env(monkeypatch, tmp_path / "order", pg_dsn)
+    paper = {"title": "t", "abstract": "a", "authors": [], "mesh_terms": []}
+    settings.drops_dir.mkdir(parents=True, exist_ok=True)
+    (settings.drops_dir / "v2.jsonl").write_text(json.dumps({**paper, "pmid": "1"}) + "\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with dg.DagsterInstance.get() as instance:
+        assert Pipeline(instance).ingest("v2.jsonl").success
+        later = [json.dumps({**paper, "pmid": "1", "abstract": "newer"}),
+                 json.dumps({**paper, "pmid": "2"})]  # fmt: skip
+        (settings.drops_dir / "after-backup.jsonl").write_text("\n".join(later) + "\n")
+        assert candlefire(["register-drops"]) == 0
+        warned = capsys.readouterr().err
+        assert "after-backup.jsonl sorts before v2.jsonl, already applied" in warned
+        result = Pipeline(instance).ingest("after-backup.jsonl")
+        lines = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    stored = metadata(result, "pgvector_chunks")
+    assert stored["papers_superseded"] == 1 and stored["superseded_by"] == "v2.jsonl (1)"
+    assert stored["papers_replaced"] == 1  # pmid 2
+    assert any("1 papers held back by later-named drops already applied (v2.jsonl (1))" in line
+               for line in lines), lines  # fmt: skip

@@ -97,15 +97,19 @@ def _applied(context, pipeline: PipelineResource, store, keys, batches, generati
             summary = apply_batch(backend, batches, key, *model, progress=progress_logger(context))
             context.log.info(
                 f"{summary.store} <- {key}: {summary.rows_written} rows written, "
-                f"{summary.papers_replaced} papers replaced, {summary.papers_deleted} deleted"
+                f"{summary.papers_replaced} papers replaced, {summary.papers_deleted} deleted, "
+                f"{summary.papers_superseded} held back by a later-named drop"
             )
+            if summary.papers_superseded:
+                context.log.warning(f"{summary.store} <- {key}: {summary.held_back()}")
             summaries[key] = summary
         total = backend.count()
         context.log.info(f"{backend.name} holds {total} chunks")
         upkeep = _gin_upkeep(context, backend, summaries.values(), total)
         upkeep |= _phrase_index(context, backend)
         upkeep |= _term_cache(context, backend, summaries.values())
-    metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED)
+    metadata = combined({key: _metadata(s) for key, s in summaries.items()}, _SUMMED,
+                        listed=("superseded_by",))  # fmt: skip
     resumed = [batch for s in summaries.values() for batch in s.resumed]
     return {
         **metadata, **upkeep, "store_chunks": total,
@@ -186,6 +190,8 @@ def _metadata(summary: ApplySummary) -> dict:
         "papers_replaced": summary.papers_replaced,
         "papers_unchanged": summary.papers_unchanged,
         "papers_superseded": summary.papers_superseded,
+        "superseded_by": ", ".join(f"{k} ({n})" for k, n in sorted(summary.superseded_by.items()))
+        or "none",
         "papers_deleted": summary.papers_deleted,
         "chunks_deleted": summary.chunks_deleted,
         "seconds": round(summary.seconds, 3),
