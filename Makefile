@@ -17,11 +17,13 @@ TEST_WORKERS ?= 3
 install: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
 # constraints.txt pins torch to the CPU wheel on local disk and every other package to the set
-# verified to co-install here.
+# verified to co-install here. The extras: `pipeline` (Dagster, the stores' writers, the CLI),
+# `onnx` (the query model's runtime), `dev` (the test tools); the core alone is the app's read
+# path (docs/APP.md, "Installing the app side").
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[pipeline,onnx,dev]'
 	touch $@
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml

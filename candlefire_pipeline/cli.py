@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import re
 import sys
 from datetime import date
 from pathlib import Path
@@ -212,6 +213,46 @@ COMMANDS = {
 }
 
 
+#: What the CLI says in an install of the app's read path only (no extra `pipeline`).
+SLIM_INSTALL = (
+    "this install holds the app's read path only: "
+    "pip install 'candlefire_pipeline[pipeline]' for the CLI"
+)
+
+
+@functools.cache
+def missing_pipeline() -> list[str]:
+    """Distributions of the extra `pipeline` (and the extras it names) not installed; [] when
+    the package has no installed metadata (a source tree on the path)."""
+    from importlib import metadata
+
+    try:
+        requires = [_requirement(line) for line in metadata.requires("candlefire_pipeline") or []]
+    except metadata.PackageNotFoundError:
+        return []
+    extras = {"pipeline"}  # and those it builds on: `candlefire_pipeline[onnx,chroma]`
+    extras |= {e for project, named, extra in requires if project is None and extra in extras
+               for e in named}  # fmt: skip
+    missing = []
+    for project, _, extra in sorted(requires, key=lambda r: r[2] != "pipeline"):  # its own first
+        if project is not None and extra in extras:
+            try:
+                metadata.version(project)
+            except metadata.PackageNotFoundError:
+                missing.append(project)
+    return missing
+
+
+def _requirement(line: str) -> tuple[str | None, list[str], str | None]:
+    """(project, or None for this package; the extras it names; the extra it belongs to) of a
+    Requires-Dist line such as `dagster==1.13.27; extra == "pipeline"`."""
+    project, named = re.match(r"\s*([\w.-]+)\s*(?:\[([^]]*)\])?", line).groups()
+    extra = re.search(r"extra\s*==\s*[\"']([\w.-]+)[\"']", line)
+    ours = re.sub(r"[-_.]+", "_", project.lower()) == "candlefire_pipeline"
+    return (None if ours else project, [e.strip() for e in named.split(",")] if named else [],
+            extra and extra[1])  # fmt: skip
+
+
 def configure_output(verbose: bool) -> None:
     """The terminal shows each verb's own output; library logs only from WARNING up and Python
     warnings not at all (both in full with --verbose)."""
@@ -224,6 +265,11 @@ def configure_output(verbose: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    missing = missing_pipeline()
+    if missing:  # one line, not the traceback of the first verb that imports one of them
+        print(f"candlefire: {SLIM_INSTALL} (missing: {', '.join(missing[:3])}"
+              f"{', ...' if len(missing) > 3 else ''})", file=sys.stderr)  # fmt: skip
+        return 2
     args = _parser().parse_args(argv)
     configure_output(args.verbose)
     try:

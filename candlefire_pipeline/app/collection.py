@@ -24,7 +24,7 @@ from candlefire_pipeline.app.metrics import CallMeter, process_metrics
 from candlefire_pipeline.app.shadow import CallShadow
 from candlefire_pipeline.app.stores import open_store
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
-from candlefire_pipeline.operations.generations.lifecycle import generation_embedder
+from candlefire_pipeline.generations.view import generation_embedder
 from candlefire_pipeline.operations.serving.follow import FollowsSwitch, SwitchFollower
 from candlefire_pipeline.operations.serving.state import Target
 from candlefire_pipeline.retrieval.vector_cache import QueryVectorCache

@@ -19,15 +19,20 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from candlefire_pipeline.app.calls import GetCall, QueryCall
 from candlefire_pipeline.operations.serving.state import Target
-from candlefire_pipeline.operations.shadow.records import ShadowRecord
-from candlefire_pipeline.operations.shadow.served import shared_worker
-from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import SERVABLE_STORES
+
+if TYPE_CHECKING:
+    from candlefire_pipeline.operations.shadow.records import ShadowRecord
+    from candlefire_pipeline.settings import Settings
+
+# The shadow's records and worker load only where the shadow runs (CANDLEFIRE_SHADOW_RATE > 0,
+# or the worker process): the app's read path without it loads neither.
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +80,8 @@ class CallJob:
 
     def compare_on(self, replayer, target) -> ShadowRecord | None:
         """The record of this call replayed on `target` (None: not a store the app reads)."""
+        from candlefire_pipeline.operations.shadow.records import ShadowRecord
+
         if target.backend not in SERVABLE_STORES:
             return None
         keep = replayer.settings.shadow.keep_text
@@ -153,6 +160,8 @@ class CallShadow:
     @property
     def worker(self):
         if self._worker is None and self.settings.shadow.enabled:
+            from candlefire_pipeline.operations.shadow.served import shared_worker
+
             self._worker = shared_worker(self.settings)
         return self._worker
 

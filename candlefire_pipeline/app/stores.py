@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.factory import pg_ann_params, pg_cache_params, resolve_dsn
 from candlefire_pipeline.operations.serving.state import Target
 from candlefire_pipeline.settings import Settings
@@ -18,8 +19,15 @@ def open_store(target: Target, settings: Settings, embedder):
                                  pg_ann_params(settings), embedder, pg_cache_params(settings),
                                  settings.app_client)  # fmt: skip
     if target.backend == CHROMA:
-        from candlefire_pipeline.app.chroma_store import ChromaCollectionStore
-
+        try:
+            from candlefire_pipeline.app.chroma_store import ChromaCollectionStore
+        except ModuleNotFoundError as exc:
+            if exc.name != "chromadb":
+                raise
+            raise BackendUnavailableError(  # an app installed without the rollback path
+                "the serving switch names Chroma, and chromadb is not installed here: "
+                "pip install 'candlefire_pipeline[chroma]' (docs/APP.md)"
+            ) from exc
         return ChromaCollectionStore(settings, embedder)
     raise ValueError(f"the serving switch names {target.backend!r}; the collection reads "
                      f"{PGVECTOR} or {CHROMA}")  # fmt: skip

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Columns of a normalized result row, in order (candle-fire's _parse_raw shape + chunk_id).
 RESULT_FIELDS = (

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from candlefire_pipeline.backends.base import (
     ANN_STAGES,
@@ -16,8 +14,13 @@ from candlefire_pipeline.backends.base import (
     Grounding,
     ResultRow,
 )
-from candlefire_pipeline.corpus.schema import store_schema
 from candlefire_pipeline.stores import SUBSTRING_MODES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow (and the corpus schema) load in the functions that take a rows table: the write side.
+# The app's read path imports this module and must not load pyarrow (docs/APP.md).
 
 #: Text metadata a chunk may lack; stored as "" so every backend returns the same value.
 OPTIONAL_TEXT = ("section", "title", "doi", "entity_names", "mesh_terms")
@@ -80,6 +83,8 @@ def check_dim(stored: tuple[str, int] | None, dim: int) -> None:
 
 def rows_dim(rows: pa.Table) -> int:
     """Vector dimension of a rows table (its embedding column must be fixed-size float32)."""
+    import pyarrow as pa
+
     if "embedding" not in rows.column_names:
         raise ValueError("rows table has no 'embedding' column")
     kind = rows.schema.field("embedding").type
@@ -90,6 +95,8 @@ def rows_dim(rows: pa.Table) -> int:
 
 def rows_model(rows: pa.Table) -> str:
     """The single model id of a validated rows table."""
+    import pyarrow.compute as pc
+
     models = pc.unique(rows["model_id"]).to_pylist()
     if len(models) != 1:
         raise ValueError(f"rows must come from exactly one model, got {models}")
@@ -109,6 +116,11 @@ def rows_to_write(
 
 def validate_rows(rows: pa.Table) -> pa.Table:
     """Rows conformed to store_schema(dim), optional text filled with "", or a clear error."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from candlefire_pipeline.corpus.schema import store_schema
+
     dim = rows_dim(rows)
     schema = store_schema(dim)
     missing = [name for name in schema.names if name not in rows.column_names]
@@ -133,6 +145,8 @@ def validate_rows(rows: pa.Table) -> pa.Table:
 
 
 def _fill_optional(rows: pa.Table) -> pa.Table:
+    import pyarrow.compute as pc
+
     for name in OPTIONAL_TEXT:
         index = rows.schema.get_field_index(name)
         rows = rows.set_column(index, name, pc.fill_null(rows[name], ""))

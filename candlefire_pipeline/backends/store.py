@@ -9,13 +9,15 @@ UpsertStore when it has no transactions (Chroma, Qdrant).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.base import Filter, Grounding, ResultRow, RowProgress
+
+if TYPE_CHECKING:  # rows tables come with the writes: the app's read path never loads pyarrow
+    import pyarrow as pa
 
 Model = tuple[str, int]
 
@@ -139,6 +141,8 @@ class UpsertStore(Store):
     def _replace(
         self, rows: pa.Table, model_id: str, dim: int, progress: RowProgress | None
     ) -> None:
+        import pyarrow.compute as pc
+
         self.ensure_schema(model_id, dim)
         stored = set(self._chunk_ids_of(pc.unique(rows["pmid"]).to_pylist()))
         matrix = common.embedding_matrix(rows)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from candlefire_pipeline.embedding.embedders import embedder_for
 from candlefire_pipeline.generations.identity import Generation
 from candlefire_pipeline.settings import EMBED_RUNTIMES, Settings
 
@@ -69,3 +70,8 @@ def generation_settings(settings: Settings, generation: Generation) -> Settings:
         ),
         batches_dir_override=None if generation.default else batches_dir(settings, generation),
     )
+
+
+def generation_embedder(settings: Settings, generation: Generation, path: str):
+    """The generation's embedder on the "query" or "bulk" path."""
+    return embedder_for(generation_settings(settings, generation), path)

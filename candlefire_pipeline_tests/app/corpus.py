@@ -66,7 +66,7 @@ class Deployment:
     """Settings of a store pair holding the corpus, and what was written."""
 
     settings: Settings
-    embedder: SeededEmbedder
+    embedder: SeededEmbedder  # the store's model (or the embedder deploy was given)
     documents: list[str]  # every document written (for filters and query texts)
     ids: list[str]  # every chunk id that exists now
 
@@ -116,18 +116,20 @@ def write_sequence(seed: int, papers: int) -> list[tuple[str, list]]:
     return writes
 
 
-def deploy(root: Path, pg_dsn: str, seed: int = 7, papers: int = 120, **ann) -> Deployment:
-    """Both stores written alike; the switch promoted to pgvector (switch tests change it)."""
+def deploy(root: Path, pg_dsn: str, seed: int = 7, papers: int = 120, embedder=None,
+           **ann) -> Deployment:  # fmt: skip
+    """Both stores written alike; the switch promoted to pgvector (switch tests change it).
+    `embedder`: the model the chunks are embedded with (SeededEmbedder unless given)."""
+    embedder = embedder or SeededEmbedder()
     settings = Settings(
         data_dir=root, drops_dir=root / "drops", pg_dsn=pg_dsn,
-        model_id=SeededEmbedder.model_id,
+        model_id=embedder.model_id,
         pg_table=f"app_{uuid.uuid4().hex[:10]}", chroma_collection=f"app_{uuid.uuid4().hex[:8]}",
         chroma_ef_search=2000, hnsw_ef_search=1000, pg_ann=PgAnnSettings(**ann),
         # every call asks Postgres: these suites write between two calls and expect the next
         # to see it; the process copy of answers is the "pgvector-watched" mode (conftest.py)
         app_client=AppClientSettings(staleness_ms=0),
     )  # fmt: skip
-    embedder = SeededEmbedder()
     documents, ids = [], {}
     _exact_chroma_graph(settings)
     stores = [open_backend(name, settings) for name in ("chroma", "pgvector")]
@@ -151,7 +153,8 @@ def deploy(root: Path, pg_dsn: str, seed: int = 7, papers: int = 120, **ann) -> 
         for store in stores:
             store.close()
     promote_directly(settings)
-    embedder.calls.clear()
+    if isinstance(embedder, SeededEmbedder):
+        embedder.calls.clear()
     existing = [i for chunk_ids in ids.values() for i in chunk_ids]
     return Deployment(settings, embedder, documents, existing)
 

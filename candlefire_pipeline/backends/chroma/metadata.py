@@ -9,9 +9,10 @@ on a new record).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # an annotation only: the app's read path imports META_KEYS without pyarrow
+    import pyarrow as pa
 
 #: Metadata keys written per chunk (`year` absent when unknown: Chroma stores no None).
 META_KEYS = (

@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import psycopg
-import pyarrow as pa
-import pyarrow.compute as pc
 from psycopg import sql
 
 from candlefire_pipeline.backends import common
@@ -37,6 +36,9 @@ from candlefire_pipeline.backends.pg.terms import upkeep as terms_upkeep
 from candlefire_pipeline.backends.pg.terms.cache import CacheParams, TermCache
 from candlefire_pipeline.backends.pg.terms.sample import DocumentSample
 from candlefire_pipeline.redact import redact_dsn
+
+if TYPE_CHECKING:  # rows tables come with the writes: the app's read path never loads pyarrow
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +193,8 @@ class PgVectorBackend(PgReads):
     def _replace(
         self, rows: pa.Table, model_id: str, dim: int, progress: RowProgress | None
     ) -> None:
+        import pyarrow.compute as pc
+
         if self.layout.vector_type == "halfvec":
             pg_copy.check_halfvec_range(common.embedding_matrix(rows))
         pmids = pc.unique(rows["pmid"]).to_pylist()

@@ -11,16 +11,18 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
-import pyarrow as pa
 from psycopg import sql
 
 from candlefire_pipeline.backends.base import RowProgress
 from candlefire_pipeline.backends.pg import ddl as pg_ddl
 from candlefire_pipeline.backends.pg import sql as pg_sql
 from candlefire_pipeline.backends.pg.copy import HEADER, TRAILER, copy_slices
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 T = TypeVar("T")
 _DONE = object()

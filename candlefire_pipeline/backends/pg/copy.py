@@ -10,12 +10,17 @@ then concatenates all fields of a row, so the joined array's data buffer IS the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from candlefire_pipeline.backends.common import embedding_matrix
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow loads in the functions that encode rows (the write side): the app's read path imports
+# the pgvector backend, hence this module, and must not load it.
 
 #: COPY column order: fixed-width fields first so their bytes sit at fixed offsets.
 FIXED_COLUMNS = ("embedding", "chunk_index", "citation_count", "has_full_text")
@@ -57,6 +62,8 @@ def check_halfvec_range(matrix: np.ndarray) -> None:
 
 def _fixed_part(rows: pa.Table, matrix: np.ndarray) -> pa.Array:
     """Field count + embedding + the int/bool fields of every row, as one binary array."""
+    import pyarrow as pa
+
     dim = matrix.shape[1]
     packed = np.zeros(rows.num_rows, dtype=_fixed_dtype(dim))
     packed["nfields"] = len(COPY_COLUMNS)
@@ -76,6 +83,8 @@ def _fixed_part(rows: pa.Table, matrix: np.ndarray) -> pa.Array:
 
 def _year_part(rows: pa.Table) -> pa.Array:
     """The nullable year: length 4 + value, or length -1 and no value bytes."""
+    import pyarrow as pa
+
     year = rows["year"].combine_chunks()
     valid = year.is_valid().to_numpy(zero_copy_only=False)
     packed = np.zeros(len(year), dtype=[("len", ">i4"), ("val", ">i4")])
@@ -92,6 +101,9 @@ def _year_part(rows: pa.Table) -> pa.Array:
 
 def _text_parts(rows: pa.Table, name: str) -> tuple[pa.Array, pa.Array]:
     """(4-byte big-endian length, utf-8 bytes) of a non-null text column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     values = rows[name].combine_chunks().cast(pa.binary())
     lengths = pc.binary_length(values).to_numpy().astype(">i4")
     prefix = pa.FixedSizeBinaryArray.from_buffers(
@@ -105,6 +117,9 @@ def encode_rows(rows: pa.Table, matrix: np.ndarray | None = None) -> pa.Buffer:
 
     `matrix` is the rows' embedding matrix when the caller already has it.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     matrix = embedding_matrix(rows) if matrix is None else matrix
     parts = [_fixed_part(rows, matrix), _year_part(rows)]
     for name in TEXT_COLUMNS:

@@ -20,6 +20,9 @@ from candlefire_pipeline.generations.registry import (
     write_registry,
 )
 from candlefire_pipeline.generations.sizes import store_bytes
+from candlefire_pipeline.generations.view import (
+    generation_embedder as generation_embedder,  # re-exported: it moved to generations/view.py
+)
 from candlefire_pipeline.generations.view import generation_settings, targets
 from candlefire_pipeline.operations.retirement.view import written_stores
 from candlefire_pipeline.operations.serving.state import ServingState, read_state
@@ -34,11 +37,6 @@ SERVING, ROLLBACK_TARGET = "serving", "rollback target"
 def registry(settings: Settings) -> Registry:
     """The registry, with the implicit default's dimension read from the configured model."""
     return read_registry(settings, lambda: embedder_for(settings, "bulk").dim)
-
-
-def generation_embedder(settings: Settings, generation: Generation, path: str):
-    """The generation's embedder on the "query" or "bulk" path."""
-    return embedder_for(generation_settings(settings, generation), path)
 
 
 def _switch(settings: Settings) -> ServingState:

@@ -23,10 +23,7 @@ from dataclasses import replace
 from typing import Any, Generic, Self, TypeVar
 
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
-from candlefire_pipeline.generations.view import generation_settings
-from candlefire_pipeline.operations.generations.lifecycle import generation_embedder, registry
-from candlefire_pipeline.operations.parity import latest_evaluation
-from candlefire_pipeline.operations.serving.replication import ReplicaGate
+from candlefire_pipeline.generations.view import generation_embedder, generation_settings
 from candlefire_pipeline.operations.serving.state import (
     PROMOTED,
     ServingState,
@@ -34,7 +31,6 @@ from candlefire_pipeline.operations.serving.state import (
     read_state,
     salvaged_retirement,
 )
-from candlefire_pipeline.parity.gates import failed
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE
 
@@ -90,7 +86,11 @@ class SwitchFollower(Generic[Served]):
         #: generation name -> its query embedder (the default's is the one given)
         self._embedders = {DEFAULT_NAME: embedder}
         #: the read replica's replay position (None: pgvector is read where it is written)
-        self.replica = ReplicaGate(settings.replica) if settings.replica.configured else None
+        self.replica = None
+        if settings.replica.configured:
+            from candlefire_pipeline.operations.serving.replication import ReplicaGate
+
+            self.replica = ReplicaGate(settings.replica)
 
     def current(self) -> tuple[Served, Target]:
         """What serves this request and the target it reads (one decision per request)."""
@@ -129,6 +129,9 @@ class SwitchFollower(Generic[Served]):
         """(settings, query embedder) of a generation: the follower's own for the default."""
         if name == DEFAULT_NAME:
             return self._read_from(self.settings), self._embedders[DEFAULT_NAME]
+        # the registry (and the lifecycle's code) loads only when a generation serves
+        from candlefire_pipeline.operations.generations.lifecycle import registry
+
         generation = registry(self.settings).get(name)
         if name not in self._embedders:
             self._embedders[name] = self._make_embedder(self.settings, generation)
@@ -166,6 +169,10 @@ class SwitchFollower(Generic[Served]):
                 )
             log.warning("CANDLEFIRE_SERVING_BACKEND=chroma overrides the switch (%s)", state.target)
             return Target(REFERENCE)
+        # the emergency lever reads the latest parity evaluation: only this branch loads parity
+        from candlefire_pipeline.operations.parity import latest_evaluation
+        from candlefire_pipeline.parity.gates import failed
+
         report, gates = latest_evaluation(self.settings)
         names = failed(gates)
         if report is None or names:

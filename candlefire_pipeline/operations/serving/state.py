@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from candlefire_pipeline.backends.pg.wal import is_lsn
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
 from candlefire_pipeline.operations.serving.proofs import Rebuilt, Soak
-from candlefire_pipeline.parity.gate_result import GateResult
 from candlefire_pipeline.stores import CANDIDATE, REFERENCE, RETIRABLE_STORES, SERVABLE_STORES
+
+if TYPE_CHECKING:  # an annotation only: the app reads the switch without the parity code
+    from candlefire_pipeline.parity.gate_result import GateResult
 
 # states ------------------------------------------------------------------------------------
 INITIAL = "chroma"  # never promoted: candle-fire serves from Chroma, as it does today

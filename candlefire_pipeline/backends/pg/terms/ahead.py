@@ -21,13 +21,16 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pgvector.psycopg import register_vector
 
 from candlefire_pipeline.backends.pg.connect import connect
 from candlefire_pipeline.backends.pg.sql import Names
 from candlefire_pipeline.backends.pg.terms import upkeep
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,10 @@ import struct
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import ahocorasick
 import numpy as np
 import psycopg
-import pyarrow as pa
 from psycopg import sql
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
@@ -31,6 +30,13 @@ from candlefire_pipeline.backends import common
 from candlefire_pipeline.backends.pg.sql import Names
 from candlefire_pipeline.backends.pg.terms import schema
 from candlefire_pipeline.backends.pg.terms.entries import ENTITY, KEYWORD
+
+if TYPE_CHECKING:
+    import ahocorasick
+    import pyarrow as pa
+
+# ahocorasick and pyarrow load in the upkeep of a write that uses them: the app's read path
+# imports the pgvector backend, hence this module, and must not load them.
 
 #: A pair is near when numpy's float32 cosine puts it this close to the entry's last member:
 #: float32 sums in another order differ by ~1e-7, pgvector's from numpy's too.
@@ -224,6 +230,8 @@ def _same(text: str) -> str:
 def automaton(entries: list[tuple[int, str]], fold) -> ahocorasick.Automaton:
     """Text (folded) -> the indexes kept under it; an empty text matches nothing here (the
     probe answers it)."""
+    import ahocorasick
+
     indexes_of: dict[str, list[int]] = defaultdict(list)
     for index, text in entries:
         if text:
@@ -237,6 +245,8 @@ def automaton(entries: list[tuple[int, str]], fold) -> ahocorasick.Automaton:
 
 def held(matcher: ahocorasick.Automaton, document: str, fold) -> set[int]:
     """The indexes whose text the document holds (each document read once)."""
+    import ahocorasick
+
     if matcher.kind != ahocorasick.AHOCORASICK:  # no text at all
         return set()
     return {i for _, found in matcher.iter(fold(document)) for i in found}

@@ -25,11 +25,10 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import psycopg
-import pyarrow as pa
 from psycopg import sql
 
 from candlefire_pipeline.backends import common
@@ -42,6 +41,9 @@ from candlefire_pipeline.backends.pg.terms.entries import (
     without,
 )
 from candlefire_pipeline.backends.pg.terms.matching import Pairs
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
