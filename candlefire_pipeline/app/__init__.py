@@ -4,8 +4,9 @@
 the read calls the app makes (count, get, query) as the project's Chroma collection does, from
 whatever the serving switch names (docs/APP.md). Entry: `collection`. `calls` and `filters`
 check the arguments, `pg_store` / `pg_sql` and `chroma_store` answer them, `results` shapes the
-answers, `shadow` replays sampled calls on the other store. Never imports Dagster, nor Chroma
-unless Chroma serves.
+answers, `shadow` replays sampled calls on the other store, `model` and `model_check` take the
+app's own embedding function and check it against each store's vectors. Never imports Dagster,
+nor Chroma unless Chroma serves.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from candlefire_pipeline.app.collection import (
     ServingCollection,
 )
 from candlefire_pipeline.app.filters import UnsupportedCallError
+from candlefire_pipeline.app.model_check import QueryModelMismatchError
 from candlefire_pipeline.settings import Settings
 
 __all__ = [
+    "QueryModelMismatchError",
     "ReadOnlyCollectionError",
     "ServingCollection",
     "UnsupportedCallError",
@@ -25,7 +28,13 @@ __all__ = [
 ]
 
 
-def open_collection(settings: Settings | None = None, embedder=None) -> ServingCollection:
+def open_collection(settings: Settings | None = None, embedder=None, *,
+                    embedding_function=None) -> ServingCollection:  # fmt: skip
     """The serving collection, with settings from the environment (as the reader reads them)
-    unless given; the query model is loaded on the first query that needs it."""
-    return ServingCollection(settings or Settings.from_env(), embedder)
+    unless given; the query model is loaded on the first query that needs it.
+
+    `embedding_function`: the app's own chromadb-style function (`ef(input) -> vectors`, the one
+    it hands Chroma) as the query model instead of the project's ONNX export; each store checks
+    it against its own stored vectors before its first query (app/model_check.py)."""
+    return ServingCollection(settings or Settings.from_env(), embedder,
+                             embedding_function=embedding_function)  # fmt: skip

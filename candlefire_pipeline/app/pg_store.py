@@ -24,6 +24,7 @@ from psycopg import sql
 
 from candlefire_pipeline.app import pg_terms
 from candlefire_pipeline.app.calls import GetCall, QueryCall
+from candlefire_pipeline.app.model_check import embed_checked, pg_sample
 from candlefire_pipeline.app.pg_sql import (
     conjunction,
     document_query_statement,
@@ -108,13 +109,16 @@ class PgCollectionStore:
         return model_id, int(dim)
 
     def embed(self, texts: tuple[str, ...]) -> np.ndarray:
-        """The texts' query vectors (one embedder call), from the model the table was built with."""
-        if self.embedder.model_id != self.model[0]:
-            raise BackendUnavailableError(
-                f"pgvector table {self.names.table!r} holds vectors of {self.model[0]!r}; the "
-                f"query embedder is {self.embedder.model_id!r}"
-            )
-        return self.embedder.embed(list(texts))
+        """The texts' query vectors (one embedder call), from the model the table was built with
+        (app/model_check.py: the embedder's recorded id, or the app's function checked once
+        against the table's first stored chunks)."""
+
+        def stored(k: int):
+            with self._lock:
+                return pg_sample(self.conn, self.names, k)
+
+        where = f"pgvector table {self.names.table!r}"
+        return embed_checked(self.embedder, where, self.model, stored, texts)
 
     def count(self) -> int:
         """The row count, counted again only when the content version moved (every write,
