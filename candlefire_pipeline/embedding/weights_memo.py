@@ -1,14 +1,14 @@
 """A model folder's content hash, re-read only when one of its files changed.
 
-An ONNX export is named by the hash of the model's original weights (onnx_artifacts.py), so every
-start hashed the whole folder (90 MB for MiniLM, 0.12 s of CPU; about five times that for
-BioLORD) before using an export it already had. The hash is kept in the export cache beside
-every file's (path, size, mtime, ctime, inode) and reused while all of them are unchanged.
-Writing a file changes its ctime, which no tool can set back (unlike mtime: `touch -d`,
-`cp -p`, `rsync -t` set it), and a reinstalled package or a copied folder has new inodes. A
-record is kept only when no file changed within RACY_S of the hash and none changed during it:
-a file written in the same clock tick as the record could change again without its stat
-changing (git's "racy" index entries).
+An ONNX export is named by the hash of the model's original weights (onnx_artifacts.py), so
+every start hashed the whole folder (90 MB for MiniLM, 0.12 s of CPU; BioLORD's 440 MB, by
+size, about five times that) before using an export it already had. The hash is kept in the
+export cache beside every file's (path, size, mtime, ctime, inode) and reused while all of
+them are unchanged. Writing a file changes its ctime, which file tools cannot set (unlike mtime:
+`touch -d`, `cp -p`, `rsync -t` set it), and a reinstalled package or a copied folder has new
+inodes. A record is kept only when no file changed within RACY_S of the hash and none changed
+during it: a file written in the same clock tick as the record could change again without its
+stat changing (git's "racy" index entries).
 """
 
 from __future__ import annotations
