@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from candlefire_pipeline.app.calls import GetCall, QueryCall
+from candlefire_pipeline.app.model_check import chroma_sample, embed_checked
 from candlefire_pipeline.backends.chroma.client import ChromaServerAccess, open_client
 from candlefire_pipeline.backends.chroma.space import check_cosine
 from candlefire_pipeline.backends.common import BackendUnavailableError, check_dim
@@ -46,12 +47,10 @@ class ChromaCollectionStore:
         self.model = (meta["model_id"], int(meta["dim"])) if "model_id" in meta else None
 
     def embed(self, texts: tuple[str, ...]) -> np.ndarray:
-        if self.model is not None and self.embedder.model_id != self.model[0]:
-            raise BackendUnavailableError(
-                f"Chroma collection {self._collection.name!r} holds vectors of "
-                f"{self.model[0]!r}; the query embedder is {self.embedder.model_id!r}"
-            )
-        return self.embedder.embed(list(texts))
+        """The texts' query vectors from the collection's model (app/model_check.py)."""
+        where = f"Chroma collection {self._collection.name!r}"
+        return embed_checked(self.embedder, where, self.model,
+                             lambda k: chroma_sample(self._collection, k), texts)  # fmt: skip
 
     def count(self) -> int:
         return self._collection.count()

@@ -21,6 +21,7 @@ import numpy as np
 from candlefire_pipeline.app.calls import GET_INCLUDE, QUERY_INCLUDE, get_call, query_call
 from candlefire_pipeline.app.filters import UnsupportedCallError
 from candlefire_pipeline.app.metrics import CallMeter, process_metrics
+from candlefire_pipeline.app.model import function_embedder
 from candlefire_pipeline.app.shadow import CallShadow
 from candlefire_pipeline.app.stores import open_store
 from candlefire_pipeline.generations.identity import DEFAULT_NAME
@@ -82,15 +83,18 @@ def _once(make):
 class ServingCollection(FollowsSwitch):
     """count / get / query of chromadb 1.5's Collection, on the store the switch serves."""
 
-    def __init__(self, settings: Settings, embedder=None, opener=open_store, shadow=None) -> None:
+    def __init__(self, settings: Settings, embedder=None, opener=open_store, shadow=None, *,
+                 embedding_function=None) -> None:  # fmt: skip
         from candlefire_pipeline.embedding import embedder_for
 
         self.settings = settings
         default = embedder or LazyEmbedder(lambda: embedder_for(settings, "query"))
-        self._follower = SwitchFollower(
-            settings, default, opener, _close,
-            make_embedder=lambda s, g: LazyEmbedder(lambda: generation_embedder(s, g, "query")),
-        )  # fmt: skip
+        per_generation = lambda s, g: LazyEmbedder(lambda: generation_embedder(s, g, "query"))  # noqa: E731
+        if embedding_function is not None:  # the app's own model: nothing of ours is loaded
+            default = function_embedder(embedding_function, embedder)
+            per_generation = default.for_generation
+        self._follower = SwitchFollower(settings, default, opener, _close,
+                                        make_embedder=per_generation)  # fmt: skip
         self._shadow = CallShadow(settings, shadow)
         client = settings.app_client
         self._meter = CallMeter(process_metrics(client.metrics_port)

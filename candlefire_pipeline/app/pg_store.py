@@ -23,6 +23,7 @@ import psycopg
 from candlefire_pipeline.app import pg_answers
 from candlefire_pipeline.app.calls import GetCall, QueryCall
 from candlefire_pipeline.app.local_answers import LocalAnswers
+from candlefire_pipeline.app.model_check import embed_checked, pg_sample
 from candlefire_pipeline.app.pg_lanes import (
     APP_NAME,
     Lane,
@@ -100,13 +101,16 @@ class PgCollectionStore:
 
     # the calls -------------------------------------------------------------------------------
     def embed(self, texts: tuple[str, ...]) -> np.ndarray:
-        """The texts' query vectors (one embedder call), from the model the table was built with."""
-        if self.embedder.model_id != self.model[0]:
-            raise BackendUnavailableError(
-                f"pgvector table {self.names.table!r} holds vectors of {self.model[0]!r}; the "
-                f"query embedder is {self.embedder.model_id!r}"
-            )
-        return self.embedder.embed(list(texts))
+        """The texts' query vectors (one embedder call), from the model the table was built with
+        (app/model_check.py: the embedder's recorded id, or the app's function checked once
+        against the table's first stored chunks). Never called while this thread holds a lane."""
+
+        def stored(k: int):
+            with self._lanes.lane() as lane:
+                return pg_sample(lane.conn, self.names, k)
+
+        where = f"pgvector table {self.names.table!r}"
+        return embed_checked(self.embedder, where, self.model, stored, texts)
 
     def count(self) -> int:
         """The row count: re-counted only when the content version moved (one round trip)."""
@@ -118,17 +122,23 @@ class PgCollectionStore:
         return get_result(rows, call.include)
 
     def query(self, call: QueryCall, vectors: np.ndarray | Callable[[], np.ndarray]) -> dict:
-        """A query; `vectors` may be a function giving them, asked only when Postgres is."""
+        """A query; `vectors` may be a function giving them, asked only when Postgres is (and
+        before a lane is taken: embedding may read the store to check the model)."""
+        made: list[np.ndarray] = []
+
+        def embedded() -> None:
+            made.append(vectors() if callable(vectors) else vectors)
+            check_dim(self.model, made[0].shape[1])
 
         def answer(lane: Lane, fetch) -> list:
-            made = vectors() if callable(vectors) else vectors
-            check_dim(self.model, made.shape[1])
-            return pg_answers.query(self, lane, fetch, call, made)
+            return pg_answers.query(self, lane, fetch, call, made[0])
 
-        return query_result(self._answer(_query_key(call), answer), call.include)
+        return query_result(self._answer(_query_key(call), answer, embedded), call.include)
 
     # how a call is answered ------------------------------------------------------------------
-    def _answer(self, key: Hashable, compute):
+    def _answer(self, key: Hashable, compute, before=None):
+        """compute(lane, fetch), unless the process copy holds the answer; `before()` runs
+        first when Postgres is asked, on no lane."""
         self.last.how, self.last.round_trips = None, 0
         epoch = self.watch.current() if self.watch is not None else None
         if epoch is not None:
@@ -136,6 +146,8 @@ class PgCollectionStore:
             if found is not None:
                 self.note("local", 0)
                 return found
+        if before is not None:
+            before()
         value, seen = self._on_a_lane(compute)
         if epoch is not None and seen == epoch:
             self.local.put(epoch, key, value)

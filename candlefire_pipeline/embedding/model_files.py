@@ -60,7 +60,8 @@ def model_dir(model_id: str) -> Path:
         ) from exc
 
 
-def _weight_files(folder: Path) -> list[Path]:
+def weight_files(folder: Path) -> list[Path]:
+    """Every file of a model folder that can change its vectors, in a fixed order."""
     files = []
     for root, dirs, names in os.walk(folder, followlinks=True):
         dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS)
@@ -72,7 +73,7 @@ def weights_hash(folder: Path) -> str:
     """Content hash of every file of a model folder that can change its vectors."""
     folder = Path(folder).resolve()
     digest = hashlib.blake2b(digest_size=32)
-    for path in _weight_files(folder):
+    for path in weight_files(folder):
         digest.update(str(path.relative_to(folder)).encode() + b"\0")
         with path.open("rb") as fh:
             while block := fh.read(_HASH_BLOCK):

@@ -3,7 +3,9 @@
 An export runs once, in a subprocess (the only place torch is imported), under a file lock so
 concurrent exporters wait for the first; a folder is published by renaming a finished temp
 folder, and every load checks the model file against the SHA-256 in its manifest, so a
-truncated or corrupted export is detected, discarded and exported again.
+truncated or corrupted export is detected, discarded and exported again. The original weights'
+hash that names the folder is kept beside their files' stats (weights_memo.py): a start whose
+weights are unchanged does not read them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from candlefire_pipeline.embedding.model_files import logical_model_id, model_dir, weights_hash
+from candlefire_pipeline.embedding.model_files import logical_model_id, model_dir
+from candlefire_pipeline.embedding.weights_memo import known_weights_hash
 from candlefire_pipeline.fsutil import file_lock
 
 logger = logging.getLogger(__name__)
@@ -159,7 +162,7 @@ def ensure_onnx_model(model_id: str, variant: str, onnx_dir: Path) -> OnnxArtifa
     if variant not in VARIANTS:
         raise ValueError(f"ONNX variant must be one of {VARIANTS}, got {variant!r}")
     source = model_dir(model_id)
-    source_hash = weights_hash(source)
+    source_hash = known_weights_hash(source, onnx_dir)  # re-read only when a file changed
     final = artifact_dir(onnx_dir, model_id, source_hash, variant)
     manifest = _valid(final, source_hash, variant)
     if manifest is not None:
