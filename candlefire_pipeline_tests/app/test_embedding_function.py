@@ -65,7 +65,8 @@ def hashing(dim: int = DIM) -> AppFunction:
 
 
 class Opener:
-    """open_store, with every store's query() recorded: a refusal must come before any."""
+    """open_store, with every query a store answered counted: a refusal must come before any
+    (a store embeds inside query(), only when it asks its server, so a refused call enters it)."""
 
     def __init__(self) -> None:
         self.queried = 0
@@ -75,8 +76,9 @@ class Opener:
         real = store.query
 
         def query(call, vectors):
+            answer = real(call, vectors)
             self.queried += 1
-            return real(call, vectors)
+            return answer
 
         store.query = query
         return store
