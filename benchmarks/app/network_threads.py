@@ -1,11 +1,12 @@
 """App threads sharing one collection across a network: requests per second at each RTT.
 
 The collection is the network arms' open_collection() (its process copy on, warm), behind its
-delay proxy. Each round runs `count` threads over the requests with question texts never seen
-before (unseen.py), at every RTT in turn, the order reversed every other round so drift falls on
-both alike; requests per second = all requests at an RTT / their seconds. Also counted: the
-connections the collection opened (its lanes: at most CANDLEFIRE_PG_POOL_SIZE) and those open at
-the proxy afterwards, and the round trips per request on the wire.
+delay proxy. After an untimed round that opens the threads' lanes, each round runs `count`
+threads over the requests with question texts never seen before (unseen.py), at every RTT in
+turn, the order reversed every other round so drift falls on both alike; requests per second =
+all requests at an RTT / their seconds. Also counted: the connections the collection opened (its
+lanes: at most CANDLEFIRE_PG_POOL_SIZE) and those open at the proxy afterwards, and the round
+trips per request on the wire.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def throughput(net: Across, rtts: list[float], requests: list[Request], count: i
     arm = net.arms[COPY_ON]
     store = store_of(arm.collection)
     out = {rtt: Throughput(rtt, count) for rtt in rtts}
+    net.set_rtt(rtts[0])
+    shared_by_threads(arm.collection, unseen(requests, "threads warm"), count)  # its lanes open
     for k in range(rounds):
         for rtt in rtts if k % 2 == 0 else list(reversed(rtts)):
             net.set_rtt(rtt)

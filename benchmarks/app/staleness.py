@@ -4,11 +4,12 @@ A table of its own (the first SMALL_ROWS chunks of the corpus, so the measured t
 built) is read by a collection across the copy-on arm's delay proxy, at each RTT. The collection
 serves one call over and over (a paper's chunks by `get`, every POLL_S), so its process copy holds
 the answer; the benchmark then commits a drop re-publishing that paper with a new marker in its
-text, through a direct connection (the pipeline's writer, on the server's side: `replace_papers`,
-whose commit moves the content version and notifies the table's change channel). The commit is
-stamped when its notification reaches a listener on a direct local connection (replace_papers
-itself returns a few statements after its commit); the window is from that stamp to the first
-answer holding the marker. Arms: the copy on
+text, from a writer process of its own through a direct connection (the pipeline's writer, on
+the server's side: `replace_papers`, whose commit moves the content version and notifies the
+table's change channel; staleness_writer.py), while the collection goes on serving. The commit
+is stamped when its notification reaches a listener on a direct local connection
+(replace_papers itself returns a few statements after its commit); the window is from that
+stamp to the first answer holding the marker. Arms: the copy on
 (the default: the notification arrives, the copy is dropped, the next call asks Postgres), the
 copy on with notifications lost (the watch's handler drops them: only its heartbeat, every third
 of CANDLEFIRE_APP_STALENESS_MS, moves it; the bound holds even if the heartbeat fails too), and
@@ -20,28 +21,22 @@ from __future__ import annotations
 import logging
 import random
 import statistics
-import threading
 import time
 from dataclasses import dataclass, field, replace
 
-import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
-from psycopg import sql
 
 from benchmarks.app.network import COPY_ON, Across, store_of
+from benchmarks.app.staleness_writer import GIVE_UP_S, WriterProcess
 from benchmarks.common.stores import load, open_store
 from candlefire_pipeline.app import open_collection
-from candlefire_pipeline.backends.pg.sql import Names
-from candlefire_pipeline.backends.pg.terms.schema import change_channel
 from candlefire_pipeline.settings import AppClientSettings
 
 log = logging.getLogger(__name__)
 
 SMALL_ROWS = 2_000
 POLL_S = 0.001
-#: The longest a marker may take to show (well beyond any bound): a failure, not a figure.
-GIVE_UP_S = 60.0
 ON, LOST, OFF = "copy on", "copy on, notifications lost", "copy off"
 KINDS = (ON, LOST, OFF)
 
@@ -64,40 +59,6 @@ class Windows:
         return max(self.seconds) * 1e3
 
 
-class CommitClock:
-    """When each content version was committed: its notification's arrival on a direct local
-    connection, stamped by a thread of its own."""
-
-    def __init__(self, dsn: str, table: str) -> None:
-        self._conn = psycopg.connect(dsn, autocommit=True)
-        self._conn.execute(
-            sql.SQL("LISTEN {}").format(sql.Identifier(change_channel(Names(table))))
-        )
-        self._stamps: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="commit-clock", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for notice in self._conn.notifies(timeout=0.05):
-                self._stamps.setdefault(int(notice.payload), time.perf_counter())
-
-    def committed(self, version: int) -> float:
-        """The stamp of `version`'s commit (waits for its notification)."""
-        deadline = time.monotonic() + GIVE_UP_S
-        while version not in self._stamps:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no notification of version {version}")
-            time.sleep(0.0005)
-        return self._stamps[version]
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._conn.close()
-
-
 def small_table(dsn: str, corpus, label: str) -> pa.Table:
     """The table `label` holding the corpus's first SMALL_ROWS chunks (built once); the rows of
     the paper the commits re-publish."""
@@ -111,17 +72,10 @@ def small_table(dsn: str, corpus, label: str) -> pa.Table:
     return rows.filter(pc.equal(rows["pmid"], first))
 
 
-def marked(paper: pa.Table, marker: str) -> pa.Table:
-    index = paper.schema.get_field_index("document")
-    documents = [f"{marker} {text}" for text in paper["document"].to_pylist()]
-    return paper.set_column(index, "document", pa.array(documents, pa.string()))
-
-
 def measure(net: Across, embedder, label: str, paper: pa.Table, rtts: list[float],
             commits: int) -> list[Windows]:  # fmt: skip
     """Every arm's windows at every RTT, `commits` commits each."""
-    writer = open_store("pgvector", net.dsn, label)
-    clock = CommitClock(net.dsn, label)
+    writer = WriterProcess(net.dsn, label, paper)
     on = replace(net.settings[COPY_ON], pg_table=label)
     off = replace(on, app_client=AppClientSettings(staleness_ms=0))
     out = []
@@ -131,32 +85,17 @@ def measure(net: Across, embedder, label: str, paper: pa.Table, rtts: list[float
             for kind in KINDS:
                 windows = Windows(rtt, kind)
                 with open_collection(off if kind == OFF else on, embedder) as collection:
-                    _serve(collection, Writer(writer, clock), paper, windows, commits)
+                    _serve(collection, writer, paper, windows, commits)
                 out.append(windows)
                 log.info("staleness at %g ms, %s: median %.1f ms, max %.1f ms", rtt, kind,
                          windows.median_ms, windows.max_ms)  # fmt: skip
     finally:
-        clock.close()
         writer.close()
     return out
 
 
-@dataclass
-class Writer:
-    """The pipeline's writer and the clock stamping its commits."""
-
-    store: object
-    clock: CommitClock
-
-    def commit(self, rows: pa.Table) -> float:
-        """Write the drop; the stamp of its commit."""
-        self.store.replace_papers(rows)
-        meta = self.store.names.meta
-        query = sql.SQL("SELECT content_version FROM {m}").format(m=meta)
-        return self.clock.committed(self.store.conn.execute(query).fetchone()[0])
-
-
-def _serve(collection, writer: Writer, paper: pa.Table, windows: Windows, commits: int) -> None:
+def _serve(collection, writer: WriterProcess, paper: pa.Table, windows: Windows,
+           commits: int) -> None:  # fmt: skip
     pmid = paper["pmid"][0].as_py()
 
     def ask() -> list[str]:
@@ -174,14 +113,18 @@ def _serve(collection, writer: Writer, paper: pa.Table, windows: Windows, commit
         ask()  # the old answer in the copy (with the copy on), then served from it
         time.sleep(pauses.uniform(0.05, 0.4))  # at another point of the heartbeat each time
         ask()
-        committed, stale = writer.commit(marked(paper, marker)), 0
-        while not any(marker in text for text in ask()):
-            stale += 1
-            if time.perf_counter() - committed > GIVE_UP_S:
+        writer.start(marker)
+        answers = []  # (when it returned, whether it held the new text), serving meanwhile
+        started = time.monotonic()
+        while not (answers and answers[-1][1]):
+            new = any(marker in text for text in ask())
+            answers.append((time.monotonic(), new))
+            if answers[-1][0] - started > GIVE_UP_S:
                 raise RuntimeError(f"{windows.kind}: the commit never showed")
             time.sleep(POLL_S)
-        windows.seconds.append(time.perf_counter() - committed)
-        windows.stale.append(stale)
+        committed = writer.committed()
+        windows.seconds.append(answers[-1][0] - committed)
+        windows.stale.append(sum(1 for at, new in answers if at > committed and not new))
 
 
 def _proven(store) -> None:
