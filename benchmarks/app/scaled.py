@@ -1,13 +1,16 @@
 """The collection arm at one size of the scale corpus: warm, cold, against the exact referee, and
 shared by app threads.
 
-- warm: after one untimed pass over the name pool and one over the measured requests (an app
-  that has run a while: its term cache and query-vector cache hold them);
+- warm: after one untimed pass over the name pool and one over the requests (an app that has
+  run a while: its term cache, query-vector cache and process copy hold them), the requests
+  timed with question texts it has not seen (unseen.py: its process copy would otherwise answer
+  a request repeated word for word whole, with no round trip);
 - cold: every name and code unseen before (the scale benchmark's cold set), the term cache
   emptied and a new collection (its query-vector cache empty) first, 3 untimed cold requests of
   their own terms, then each measured request once;
 - referee: the same table ranked exactly (every row), the warm requests' answers compared;
-- threads: N threads sharing one warm collection, each answering its share of the requests.
+- threads: N threads sharing one warm collection, each answering its share of the requests
+  (unseen question texts, as warm).
 """
 
 from __future__ import annotations
@@ -56,8 +59,9 @@ def _timed(collection, requests: Sequence[Request]) -> Timed:
 
 def warm(settings: Settings, embedder, warm_pass: Sequence[Request],
          requests: Sequence[Request]) -> Timed:  # fmt: skip
+    """`requests` timed on a collection warmed on `warm_pass` (the timed texts unseen)."""
     with open_collection(settings, embedder) as collection:
-        for request in [*warm_pass, *requests]:
+        for request in warm_pass:
             answer(collection, request)
         return _timed(collection, requests)
 
@@ -94,34 +98,40 @@ def against_referee(settings: Settings, embedder, size: int, requests: Sequence[
                                                                        strict=True)]  # fmt: skip
 
 
-def threads(settings: Settings, embedder, requests: Sequence[Request], count: int,
-            rounds: int = 1) -> dict:  # fmt: skip
-    """`count` threads sharing one warm collection, each answering every `count`-th request of
-    `rounds` passes over `requests`: requests per second over the wall time."""
+def threads(settings: Settings, embedder, warm_pass: Sequence[Request],
+            requests: Sequence[Request], count: int) -> dict:  # fmt: skip
+    """`count` threads sharing one collection warmed on `warm_pass`, each answering every
+    `count`-th of `requests`: requests per second over the wall time."""
     with open_collection(settings, embedder) as collection:
-        for request in requests:
+        for request in warm_pass:
             answer(collection, request)
-        work = [r for _ in range(rounds) for r in requests]
-        errors: list[BaseException] = []
-        start = threading.Barrier(count + 1)
+        seconds = shared_by_threads(collection, requests, count)
+    return {"threads": count, "requests": len(requests), "seconds": seconds,
+            "per_second": len(requests) / seconds}  # fmt: skip
 
-        def share(k: int) -> None:
-            start.wait()
-            try:
-                for request in work[k::count]:
-                    answer(collection, request)
-            except BaseException as exc:  # reported after the join
-                errors.append(exc)
 
-        workers = [threading.Thread(target=share, args=(k,)) for k in range(count)]
-        for worker in workers:
-            worker.start()
+def shared_by_threads(collection, work: Sequence[Request], count: int) -> float:
+    """Seconds for `count` threads sharing `collection` to answer `work` (thread k every
+    `count`-th request from the k-th), started together; a thread's error is raised after."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(count + 1)
+
+    def share(k: int) -> None:
         start.wait()
-        started = time.perf_counter()
-        for worker in workers:
-            worker.join()
-        seconds = time.perf_counter() - started
+        try:
+            for request in work[k::count]:
+                answer(collection, request)
+        except BaseException as exc:  # reported after the join
+            errors.append(exc)
+
+    workers = [threading.Thread(target=share, args=(k,)) for k in range(count)]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    seconds = time.perf_counter() - started
     if errors:
         raise errors[0]
-    return {"threads": count, "requests": len(work), "seconds": seconds,
-            "per_second": len(work) / seconds}  # fmt: skip
+    return seconds

@@ -2,7 +2,10 @@
 Chroma collection (as candle-fire ships it: a persisted folder, ef_search 100, its embedding
 function embedding each query's texts), and beside them `ServingReader.retrieve` on the same
 requests. The collection and the reader are warm (an untimed pass over the name pool and one
-over the measured requests first, as an app that has run a while); Chroma had 3 untimed requests.
+over the requests first, as an app that has run a while); Chroma had 3 untimed requests. The
+timed requests carry question texts none of the arms has seen (unseen.py; their names and
+codes were seen): the collection's process copy would otherwise answer a repeated request
+whole, with no round trip.
 
 One process, the three arms interleaved request by request (the order rotating), so drift and
 other work on the machine fall on all three alike. The two collection arms' answers are compared
@@ -81,7 +84,8 @@ def measure(
     settings: Settings, embedder, warm_pass: list[Request], requests: list[Request],
     chroma: tuple[Path, str], size: int,
 ) -> tuple[dict[str, Arm], list[Verdict]]:  # fmt: skip
-    """Every request on each arm, interleaved; the collection arms' answers compared."""
+    """Every request on each arm, interleaved, after `warm_pass` (untimed); the collection arms'
+    answers compared."""
     counting = {name: CountingEmbedder(embedder) for name in ARMS}
     served = open_collection(settings, counting[COLLECTION_PG])
     client, chroma_collection = open_chroma_collection(*chroma, counting[CHROMA])
@@ -96,9 +100,9 @@ def measure(
             READER: Arm(READER, lambda r: reader.retrieve(r.query, r.entities, r.terms),
                         counting[READER]),
         }  # fmt: skip
-        for request in requests[:CHROMA_WARMUP]:  # Chroma's connection and index load
+        for request in warm_pass[:CHROMA_WARMUP]:  # Chroma's connection and index load
             arms[CHROMA].answer(request)
-        for request in [*warm_pass, *requests]:  # the app that has run a while
+        for request in warm_pass:  # the app that has run a while
             arms[COLLECTION_PG].answer(request)
             arms[READER].answer(request)
         _reset_counts(arms)

@@ -6,7 +6,10 @@
   shown beside it, DERIVED from the folder's bytes), then opened and queried;
 - pgvector: the app connects to a running server (nothing copied); also with the server just
   restarted (empty shared buffers);
-- qdrant: local mode, its folder copied like Chroma's, then opened (local mode loads every point).
+- qdrant: local mode, its folder copied like Chroma's, then opened (local mode loads every point);
+- the flipped candle-fire app: `open_collection()` and candle-fire's search path for one request
+  (cold_start/collection_child.py), its Postgres across a loopback delay proxy (a child process
+  started before the exec, candlefire_harness.netdelay_process) at 0 and at 10 ms RTT.
 
 Each run is a new interpreter (cold_start/child.py) with a fresh data dir; the ONNX query model
 is the app's own file in every case. The OS page cache is warm for every store (the dataset was
@@ -38,14 +41,17 @@ from benchmarks.common.scaled.stores import (
     qdrant_path,
 )
 from benchmarks.common.scaled.tables import table_name
+from candlefire_harness.netdelay_process import DelayProxyProcess
 from candlefire_pipeline.backends.pg.server import EmbeddedPostgres
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.serving.machine import PROMOTED, ServingState
 from candlefire_pipeline.settings import Settings
 
 log = logging.getLogger(__name__)
-COLLECTION = "pgvector, open_collection()"
-RUNS = ("chroma", "pgvector", "pgvector, server restarted", "qdrant", COLLECTION)
+#: The flipped app's runs: their Postgres behind a delay proxy at this RTT (ms).
+COLLECTIONS = {"pgvector, open_collection(), 0 ms RTT": 0.0,
+               "pgvector, open_collection(), 10 ms RTT": 10.0}  # fmt: skip
+RUNS = ("chroma", "pgvector", "pgvector, server restarted", "qdrant", *COLLECTIONS)
 PHASES = ("imports", "fetch", "model", "open", "first query")
 #: Issue #25: pgvector's store phases (connect + first query) <= this share of Chroma's.
 STORE_SHARE_GOAL = 0.2
@@ -65,10 +71,17 @@ def child_env(app: Path, size: int, dsn: str) -> dict[str, str]:
 
 
 def run_once(run: str, size: int, request: dict, server: EmbeddedPostgres) -> dict:
-    store = run.split(",")[0]
     if run.endswith("restarted"):
         server.stop()
     dsn = server.dsn  # starts the server if it was stopped (not timed: it is a service)
+    if run not in COLLECTIONS:
+        return _started(run, size, request, dsn)
+    with DelayProxyProcess.for_dsn(dsn, COLLECTIONS[run]) as proxy:  # started before the exec
+        return _started(run, size, request, proxy.proxied_dsn(dsn))
+
+
+def _started(run: str, size: int, request: dict, dsn: str) -> dict:
+    store = run.split(",")[0]
     app = Path(tempfile.mkdtemp(prefix="cold-start-app-"))
     try:
         if store == "pgvector":
@@ -77,7 +90,7 @@ def run_once(run: str, size: int, request: dict, server: EmbeddedPostgres) -> di
         dataset = {"chroma": chroma_path(size), "qdrant": qdrant_path(size)}.get(store)
         command = [sys.executable, "-m", "benchmarks.cold_start.child", "--store", store,
                    "--request", json.dumps(request)]  # fmt: skip
-        if run == COLLECTION:  # the flipped app: its collection and its own search path
+        if run in COLLECTIONS:  # the flipped app: its collection and its own search path
             command = [sys.executable, "-m", "benchmarks.cold_start.collection_child",
                        "--request", json.dumps(request)]  # fmt: skip
         if dataset is not None:
@@ -111,14 +124,21 @@ def median_phases(results: list[dict]) -> dict[str, float]:
     return out
 
 
-def collection_line(results: list[dict], pg: dict) -> str:
-    """The flipped app's cold start beside ServingReader's on pgvector, and what it loaded."""
-    m = median_phases(results)
-    loaded = sorted({module for r in results for module in r.get("loaded", [])})
+def collection_line(runs: dict[str, list[dict]], chroma: dict, pg: dict) -> str:
+    """The flipped app's cold starts (0 and 10 ms RTT) beside Chroma's and ServingReader's, and
+    what it loaded."""
+    parts = []
+    for run, rtt in COLLECTIONS.items():
+        m = median_phases(runs[run])
+        parts.append(f"at {rtt:g} ms RTT **{m['total']:.1f} s** (imports {m['imports']:.2f} s,"
+                     f" store open {m['open']:.2f} s, the search path's first answer"
+                     f" {m['first query']:.2f} s)")  # fmt: skip
+    loaded = sorted({m for run in COLLECTIONS for r in runs[run] for m in r.get("loaded", [])})
     return (
-        f"open_collection(): imports {m['imports']:.2f} s, store open {m['open']:.2f} s, first"
-        f" answer through candle-fire's search path {m['first query']:.2f} s ({m['total']:.1f} s"
-        f" to first answer vs {pg['total']:.1f} s through `ServingReader`); heavy modules loaded:"
+        "The flipped app, a fresh process to the first answer of candle-fire's search path"
+        f" through `open_collection()`: {'; '.join(parts)}; Chroma as candle-fire ships it"
+        f" {chroma['total']:.1f} s without its download, `ServingReader` on a local socket"
+        f" {pg['total']:.1f} s. Heavy modules the flipped app loaded:"
         f" {', '.join(loaded) or 'none'} (of chromadb, dagster, torch, sentence_transformers)."
     )
 
@@ -131,10 +151,11 @@ def markdown(size: int, runs: dict[str, list[dict]], dataset_bytes: dict, args, 
         f" workload); {args.repeats} runs per store, rotated; medians in seconds. Every app holds"
         f" the ONNX query model locally ({model_bytes / MB:,.0f} MB). fetch = copying the store's"
         " folder from the dataset location into the app's data dir (candle-fire's boot"
-        " download, done locally here); store = open + first query. The last row is the"
+        " download, done locally here); store = open + first query. The last two rows are the"
         " flipped candle-fire app: `open_collection()` (open = it and its first call, `count()`)"
         " and candle-fire's own search path for the same request (benchmarks/app/search_path.py:"
-        " one collection call per stage, name and variant).",
+        " one collection call per stage, name and variant), its Postgres behind a loopback delay"
+        " proxy at 0 and at 10 ms RTT.",
         "",
         "| store | process + imports | fetch (local copy) | model load | store open |"
         " first query | **store phases** | to first answer | store bytes held by the app |"
@@ -166,7 +187,7 @@ def markdown(size: int, runs: dict[str, list[dict]], dataset_bytes: dict, args, 
         f" {'met' if held_pg == 0 else 'NOT met'}); Chroma's app holds"
         f" {dataset_bytes['chroma'] / MB:,.0f} MB, Qdrant's"
         f" {dataset_bytes['qdrant'] / MB:,.0f} MB.",
-        collection_line(runs[COLLECTION], pg),
+        collection_line(runs, chroma, pg),
         f"Download at boot, **derived** (folder bytes / {args.bandwidth:g} MB/s, not measured):"
         f" Chroma {download:.1f} s at this size, so {chroma['total'] + download:.1f} s to first"
         f" answer; candle-fire's real 1.2 GB dataset: {1.2e9 / bandwidth:.0f} s of download"

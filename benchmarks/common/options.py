@@ -76,6 +76,30 @@ def int_list(text: str) -> list[int]:
     return [positive_int(item) for item in items]
 
 
+def number_list(text: str) -> list[float]:
+    """ "0,2,10" -> [0.0, 2.0, 10.0]; every item a number >= 0."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} names no number")
+    values = []
+    for item in items:
+        try:
+            value = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a number") from None
+        if not value >= 0:
+            raise argparse.ArgumentTypeError(f"{value:g} is not a number >= 0")
+        values.append(value)
+    return values
+
+
+def yes_no(text: str) -> bool:
+    """ "yes" / "no" -> True / False."""
+    if text.strip().lower() not in ("yes", "no"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not yes or no")
+    return text.strip().lower() == "yes"
+
+
 def names_of(choices: Sequence[str]) -> Callable[[str], list[str]]:
     """A parser of "a,b" into names, each one of `choices` (the error lists them)."""
 
