@@ -13,6 +13,10 @@ export PYTHONUNBUFFERED := 1
 #: daemon, a browser), so three workers keep two cores busy; the Ray tests share one worker
 #: (xdist_group, conftest.py).
 TEST_WORKERS ?= 3
+#: The test runs leave nothing running: an interrupted one (Ctrl-C, a CI timeout's SIGTERM) tears
+#: its fixtures down, then whatever the run started and left (embedded Postgres, Chroma, dg dev and
+#: its daemon, Ray, the browser) is stopped by its run marker (.ci/with-reaper).
+REAPED := REAP_PYTHON=$(BIN)/python bash .ci/with-reaper
 
 install: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
@@ -37,12 +41,12 @@ demo: install
 	$(BIN)/candlefire demo
 
 test: install browser
-	$(BIN)/pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(REAPED) $(BIN)/pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The inner loop before a commit: lint, then every test that starts no server or process and
 # loads no model (marker `server`, conftest.py).
 check: lint
-	$(BIN)/pytest -q -ra -m "not server" -n 2 $(PYTEST_ARGS)
+	$(REAPED) $(BIN)/pytest -q -ra -m "not server" -n 2 $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,26 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 # Ray clusters in tests live on 127.0.0.1 only. Ray reads this when it is first imported (by a
 # Ray test or a process a test starts): without it Ray swaps 127.0.0.1 for the interface address.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def pytest_configure(config):
+    """SIGTERM (a CI timeout, `timeout`, .ci/with-reaper) ends the session as Ctrl-C does, in the
+    main process and in every xdist worker: pytest then tears every fixture down (its
+    pytest_sessionfinish runs teardown_exact) and the servers they started stop. Python's default
+    SIGTERM exits at once and skips every teardown."""
+    try:
+        # a background job of a script starts with SIGINT ignored: Ctrl-C must reach us too
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupted)
+    except ValueError:  # not the main thread: signals cannot reach this interpreter's hooks
+        pass
+
+
+def _interrupted(signum, frame):
+    # a second SIGTERM (make passes one on too) must not cut the teardown short; a handler, not
+    # SIG_IGN, so that processes started during the teardown get the default back on exec
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -89,6 +110,7 @@ SERVER_FOLDERS = frozenset({"ui", "deploy", "defs", "reliability", "embedding"})
 #: Modules that start a server or the CLI in a subprocess without a fixture saying so.
 SERVER_MODULES = frozenset({
     "test_cli.py", "test_cli_output.py", "test_repo_tooling.py", "test_definitions.py",
+    "test_interrupted_run.py",
     "backends/pg/test_upgrade.py", "backends/pg/test_system_user.py",
     "backends/test_factory_and_server.py",
     "operations/test_version_floor.py", "operations/serving/test_history.py",
