@@ -10,9 +10,14 @@ export PYTHONUNBUFFERED := 1
 .PHONY: demo test check lint format ui install browser clean
 
 #: pytest-xdist workers of `make test`: the suite mostly waits (on Postgres, Chroma, the Dagster
-#: daemon, a browser), so three workers keep two cores busy; the Ray tests share one worker
-#: (xdist_group, conftest.py).
+#: daemon, a browser), so three workers keep two cores busy; the Ray tests share one worker, and
+#: so do the tests of a module with a module-scoped fixture (xdist_group, conftest.py), handed out
+#: in conftest.py's order (--no-loadscope-reorder): the slow groups first.
 TEST_WORKERS ?= 3
+#: The test runs leave nothing running: an interrupted one (Ctrl-C, a CI timeout's SIGTERM) tears
+#: its fixtures down, then whatever the run started and left (embedded Postgres, Chroma, dg dev and
+#: its daemon, Ray, the browser) is stopped by its run marker (.ci/with-reaper).
+REAPED := REAP_PYTHON=$(BIN)/python bash .ci/with-reaper
 
 install: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
@@ -39,12 +44,13 @@ demo: install
 	$(BIN)/candlefire demo
 
 test: install browser
-	$(BIN)/pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(REAPED) $(BIN)/pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadgroup \
+		--no-loadscope-reorder $(PYTEST_ARGS)
 
 # The inner loop before a commit: lint, then every test that starts no server or process and
 # loads no model (marker `server`, conftest.py).
 check: lint
-	$(BIN)/pytest -q -ra -m "not server" -n 2 $(PYTEST_ARGS)
+	$(REAPED) $(BIN)/pytest -q -ra -m "not server" -n 2 $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

