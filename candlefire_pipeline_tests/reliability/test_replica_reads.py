@@ -5,6 +5,7 @@ pg_wal_replay_resume it moves to the new state. A replica that is down is one cl
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import replace
 
@@ -145,6 +146,9 @@ def test_a_drop_the_replica_has_not_replayed_serves_the_store_as_before_it(repli
 
         set_replay(replica, paused=False)
         caught_up(replica)
+        # a standby cannot notify: the collection's copy of answers moves on by its heartbeat,
+        # at the latest one staleness bound after the replay (docs/APP.md, "Across a network")
+        time.sleep(reading.app_client.staleness_ms / 1000)
         assert collection.count() == 6
         got = collection.get(where={"pmid": {"$in": ["15", "16"]}}, include=["metadatas"])
         assert len(got["ids"]) == 2
