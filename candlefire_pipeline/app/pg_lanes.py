@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
 from candlefire_pipeline.backends.pg.backend import PgVectorBackend
@@ -37,27 +36,6 @@ APP_NAME = "candlefire-app"
 
 class PoolExhaustedError(BackendUnavailableError):
     """Every connection of the collection stayed busy for CANDLEFIRE_PG_POOL_TIMEOUT_S."""
-
-
-def client_dsn(dsn: str, client: AppClientSettings, application_name: str) -> str:
-    """The DSN with the collection's timeouts: what the DSN sets itself is kept."""
-    given = conninfo_to_dict(dsn)
-    options = " ".join(
-        filter(None, [given.get("options"), f"-c statement_timeout={client.statement_timeout_ms}"])
-    )
-    dead = client.dead_peer_s
-    wanted = {
-        "application_name": application_name,
-        "connect_timeout": str(client.connect_timeout_s),
-        # a peer gone silent: probes after a third of the bound, unacknowledged data given up at it
-        "keepalives": "1",
-        "keepalives_idle": str(max(1, dead // 3)),
-        "keepalives_interval": str(max(1, dead // 6)),
-        "keepalives_count": "3",
-        "tcp_user_timeout": str(dead * 1000),
-    }
-    extra = {k: v for k, v in wanted.items() if k not in given}
-    return make_conninfo(dsn, options=options, **extra)
 
 
 class CountedConnection(psycopg.Connection):

@@ -29,7 +29,6 @@ from candlefire_pipeline.app.pg_lanes import (
     Lane,
     Lanes,
     bounded_connection_class,
-    client_dsn,
 )
 from candlefire_pipeline.app.results import get_result, query_result
 from candlefire_pipeline.app.watch import ContentWatch, Epoch, epoch_of, version_statement
@@ -59,7 +58,7 @@ class PgCollectionStore:
         self.names = Names(table)
         self._cache = cache or CacheParams()
         self._where = redact_dsn(dsn)
-        self._dsn = client_dsn(dsn, client, APP_NAME)
+        self._dsn = client.client_dsn(dsn, APP_NAME)
         self._connection_class = bounded_connection_class(client)
         self._lanes = Lanes(self._new_lane, client.pool_size, client.pool_timeout_s, dsn)
         #: calls by how they were answered: "local" (the process copy), "kept" (an entry
@@ -82,7 +81,7 @@ class PgCollectionStore:
                 lane.store.assume_model(self.model)
             if client.watched:
                 self.local = LocalAnswers(client.local_mb * 2**20)
-                watch_dsn = client_dsn(dsn, client, f"{APP_NAME}-watch")
+                watch_dsn = client.client_dsn(dsn, f"{APP_NAME}-watch")
                 self.watch = ContentWatch(watch_dsn, self.names, client.staleness_ms / 1000,
                                           self.local.clear, self._connection_class)  # fmt: skip
         except BaseException:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
 from candlefire_pipeline.settings.env import check_between, check_choice, env_fields
 
 METRICS = ("off", "prometheus")
+#: where the app reads the serving switch: its file, or the copy published in Postgres
+SWITCH_SOURCES = ("file", "postgres")
 #: field -> the variable it is read from
 _VARIABLES = {
     "staleness_ms": "CANDLEFIRE_APP_STALENESS_MS",
@@ -19,6 +23,8 @@ _VARIABLES = {
     "dead_peer_s": "CANDLEFIRE_PG_DEAD_PEER_S",
     "metrics": "CANDLEFIRE_APP_METRICS",
     "metrics_port": "CANDLEFIRE_APP_METRICS_PORT",
+    "switch_source": "CANDLEFIRE_SWITCH_SOURCE",
+    "switch_poll_ms": "CANDLEFIRE_SWITCH_POLL_MS",
 }
 
 
@@ -47,6 +53,12 @@ class AppClientSettings:
     metrics: str = "off"
     #: with metrics on: serve them on this port (0: registered only, the app exposes them)
     metrics_port: int = 0
+    #: "file": the switch file under CANDLEFIRE_DATA_DIR (a stat per call); "postgres": the copy
+    #: the pipeline publishes in the DSN's Postgres, for an app sharing no disk with it (a Space)
+    switch_source: str = "file"
+    #: how often the published switch is read again (a promote or rollback reaches such an app
+    #: within this, plus a round trip)
+    switch_poll_ms: int = 1000
 
     def __post_init__(self) -> None:
         check_between("CANDLEFIRE_APP_STALENESS_MS", self.staleness_ms, 0, 3_600_000)
@@ -59,12 +71,35 @@ class AppClientSettings:
         check_between("CANDLEFIRE_PG_DEAD_PEER_S", self.dead_peer_s, 2, 3600)
         check_choice("CANDLEFIRE_APP_METRICS", self.metrics, METRICS)
         check_between("CANDLEFIRE_APP_METRICS_PORT", self.metrics_port, 0, 65535)
+        check_choice("CANDLEFIRE_SWITCH_SOURCE", self.switch_source, SWITCH_SOURCES)
+        check_between("CANDLEFIRE_SWITCH_POLL_MS", self.switch_poll_ms, 0, 3_600_000)
 
     @property
     def watched(self) -> bool:
         """Whether answers are copied into the process (kept current by the change watch)."""
         return self.staleness_ms > 0 and self.local_mb > 0
 
+    def client_dsn(self, dsn: str, application_name: str) -> str:
+        """The DSN with these timeouts (what the DSN sets itself is kept), named in
+        pg_stat_activity as `application_name`."""
+        given = conninfo_to_dict(dsn)
+        statement = f"-c statement_timeout={self.statement_timeout_ms}"
+        options = " ".join(filter(None, [given.get("options"), statement]))
+        dead = self.dead_peer_s
+        wanted = {
+            "application_name": application_name,
+            "connect_timeout": str(self.connect_timeout_s),
+            # a peer gone silent: probes after a third of the bound, unacked data given up at it
+            "keepalives": "1",
+            "keepalives_idle": str(max(1, dead // 3)),
+            "keepalives_interval": str(max(1, dead // 6)),
+            "keepalives_count": "3",
+            "tcp_user_timeout": str(dead * 1000),
+        }
+        extra = {k: v for k, v in wanted.items() if k not in given}
+        return make_conninfo(dsn, options=options, **extra)
+
     @classmethod
     def from_env(cls) -> AppClientSettings:
-        return cls(**env_fields(cls, _VARIABLES, {"metrics": METRICS}))
+        choices = {"metrics": METRICS, "switch_source": SWITCH_SOURCES}
+        return cls(**env_fields(cls, _VARIABLES, choices))

@@ -23,7 +23,9 @@ from candlefire_pipeline.app import open_collection
 from candlefire_pipeline.backends.factory import open_backend
 from candlefire_pipeline.cli import SLIM_INSTALL
 from candlefire_pipeline.embedding.embedders import HashingEmbedder
-from candlefire_pipeline_tests.app.corpus import deploy
+from candlefire_pipeline.operations.serving.published import publish_switch
+from candlefire_pipeline.operations.serving.state import PINNED
+from candlefire_pipeline_tests.app.corpus import deploy, promote_directly
 from candlefire_pipeline_tests.app.read_path import candlefire_calls, differences
 
 pytestmark = pytest.mark.server
@@ -189,3 +191,31 @@ def test_a_slim_install_asked_to_read_chroma_says_what_to_install(slim_venv, ser
            "CANDLEFIRE_SERVING_BACKEND": "chroma"}  # fmt: skip
     done = _run(slim_venv["path"], ["-c", ROLLBACK_CHILD], cwd=slim_venv["root"], env=env)
     assert "pip install 'candlefire_pipeline[chroma]'" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_slim_install_without_the_switch_file_follows_the_published_switch(
+    slim_venv, served_store
+):
+    """A Space: no data dir shared with the pipeline; the switch is the copy published in
+    Postgres, and a rollback published there reaches it."""
+    settings = served_store.settings
+    env = {**_outside(), "CANDLEFIRE_PG_DSN": settings.pg_dsn,
+           "CANDLEFIRE_PG_TABLE": settings.pg_table, "CANDLEFIRE_EMBED_MODEL": MODEL["model_id"],
+           "CANDLEFIRE_SWITCH_SOURCE": "postgres"}  # fmt: skip
+    pmids = sorted({i.split("_")[0] for i in served_store.ids})[:2]
+    spec = {"model": MODEL, "texts": served_store.documents[:1], "variants": ["SOD1"],
+            "pmids": pmids}  # fmt: skip
+    try:
+        assert publish_switch(settings, settings.pg_dsn)  # the promotion deploy() wrote
+        done = _run(slim_venv["path"], ["-c", CHILD, json.dumps(spec), str(READ_PATH)],
+                    cwd=slim_venv["root"], env=env)  # fmt: skip
+        child = json.loads(done.stdout.strip().splitlines()[-1])
+        assert child["target"] == "pgvector/default" and child["forbidden"] == []
+        assert child["answers"]["count"] == len(served_store.ids)
+        promote_directly(settings, PINNED)  # an operator's rollback, published
+        assert publish_switch(settings, settings.pg_dsn)
+        done = _run(slim_venv["path"], ["-c", ROLLBACK_CHILD], cwd=slim_venv["root"], env=env)
+        assert "pip install 'candlefire_pipeline[chroma]'" in done.stdout, done.stderr[-2000:]
+    finally:
+        promote_directly(settings)
+        publish_switch(settings, settings.pg_dsn)

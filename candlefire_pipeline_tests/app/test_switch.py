@@ -1,26 +1,31 @@
 """The serving collection follows the switch as the reader does, through the operator's commands
 on a real deployment: promote, rollback (the next call reads the other store), a generation
 promoted (its own table and model), the switch file broken, the lever, a store that cannot be
-opened; one call always reads one store, even when the switch moves during it."""
+opened; one call always reads one store, even when the switch moves during it. An app sharing
+no disk with the pipeline (a Space) follows the same commands through the copy of the switch
+published in Postgres."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
 
+import psycopg
 import pytest
 
 from candlefire_pipeline.app.collection import ServingCollection
 from candlefire_pipeline.app.stores import open_store
 from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.factory import resolve_dsn
 from candlefire_pipeline.cli import main as candlefire
 from candlefire_pipeline.embedding import embedder_for
 from candlefire_pipeline.operations.parity import open_named_stores, run_report
 from candlefire_pipeline.operations.serving.commands import Order, promote, rollback
 from candlefire_pipeline.operations.serving.follow import ServingRefusedError
+from candlefire_pipeline.operations.serving.published import publish_switch
 from candlefire_pipeline.operations.serving.state import Target
 from candlefire_pipeline.parity.report.files import write_report
-from candlefire_pipeline.settings import ParityThresholds
+from candlefire_pipeline.settings import ParityThresholds, Settings
 from candlefire_pipeline_tests.app.corpus import promote_directly
 from candlefire_pipeline_tests.generations.deployment import build, deploy, drop_tables
 from candlefire_pipeline_tests.latency import ignore_machine_latency
@@ -167,6 +172,84 @@ def test_a_store_that_cannot_be_opened_keeps_the_old_one_and_is_tried_again(sett
     assert opened.log == ["chroma/default", "pgvector/default", "pgvector/default"]
 
 
+def on_a_space(settings: Settings, poll_ms: int = 0) -> Settings:
+    """The app as a Space runs it: the switch read from its copy in Postgres, not the file."""
+    client = replace(settings.app_client, switch_source="postgres", switch_poll_ms=poll_ms)
+    return replace(settings, app_client=client)
+
+
+@pytest.fixture
+def unpublished(settings):
+    """The deployment with no published switch either (the file is gone: `settings`)."""
+    with psycopg.connect(resolve_dsn(settings), autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('serving_switch')").fetchone()[0]:
+            conn.execute("DELETE FROM serving_switch WHERE pg_table = %s", [settings.pg_table])
+    return settings
+
+
+def test_an_app_without_the_switch_file_follows_the_switch_published_in_postgres(unpublished):
+    settings = unpublished
+    with ServingCollection(on_a_space(settings)) as app:
+        assert app.count() > 0 and app.target == CHROMA  # never published: never promoted
+        promote(settings, Order("promote", "space test", "tester"))
+        on_pg = app.query(**QUESTION)
+        assert app.target == PGVECTOR and on_pg == alone(settings, "pgvector")
+        rollback(settings, Order("rollback", "space rollback", "tester"))
+        assert app.query(**QUESTION) == alone(settings, "chroma") and app.target == CHROMA
+        promote_directly(settings)  # the file alone, not published: the app never reads it
+        app.count()
+        assert app.target == CHROMA
+
+
+def test_the_published_switch_is_read_once_per_poll_and_a_late_older_copy_never_wins(
+    unpublished,
+):
+    settings = unpublished
+    promote(settings, Order("promote", "space test", "tester"))
+    newer = settings.serving_file.read_text()
+    with ServingCollection(on_a_space(settings, poll_ms=3_600_000)) as app:
+        app.count()
+        rollback(settings, Order("rollback", "within the poll", "tester"))
+        app.count()
+        assert app.target == PGVECTOR  # not read again before the poll is due
+    with ServingCollection(on_a_space(settings)) as app:
+        app.count()
+        assert app.target == CHROMA
+    pinned_at = settings.serving_file.read_text()
+    settings.serving_file.write_text(newer)  # a slower process publishing the older change
+    publish_switch(settings, resolve_dsn(settings))
+    with psycopg.connect(resolve_dsn(settings), autocommit=True) as conn:
+        row = conn.execute("SELECT switch->>'state' FROM serving_switch WHERE pg_table = %s",
+                           [settings.pg_table]).fetchone()  # fmt: skip
+        assert row == ("chroma_pinned",)
+    settings.serving_file.write_text(pinned_at)
+
+
+def test_the_published_switch_survives_a_lost_connection_and_fails_in_one_line_unread(
+    unpublished, caplog
+):
+    settings = unpublished
+    promote(settings, Order("promote", "space test", "tester"))
+    with ServingCollection(on_a_space(settings)) as app, caplog.at_level(logging.WARNING):
+        app.count()
+        with psycopg.connect(resolve_dsn(settings), autocommit=True) as conn:
+            ended = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'candlefire-app-switch'"
+            ).fetchone()
+        assert ended == (1,)
+        app.count()  # the poll fails on the dead connection: the last copy read serves
+        assert app.target == PGVECTOR and "the last copy read stays" in caplog.text
+        rollback(settings, Order("rollback", "after the outage", "tester"))
+        app.count()  # the next poll connects again and follows
+        assert app.target == CHROMA
+    nowhere = replace(on_a_space(settings), pg_dsn="postgresql://nobody@127.0.0.1:9/none")
+    with ServingCollection(nowhere) as app:
+        with pytest.raises(BackendUnavailableError, match="serving switch published") as raised:
+            app.count()
+        assert "\n" not in str(raised.value)
+
+
 def test_a_promoted_generation_is_read_with_its_own_table_and_model(settings, capsys):
     """Last in the module: the generation stays registered."""
     from candlefire_pipeline.operations.generations.lifecycle import create_generation
@@ -182,6 +265,10 @@ def test_a_promoted_generation_is_read_with_its_own_table_and_model(settings, ca
         assert candlefire(args) == 0, capsys.readouterr()
         answer = collection.query(**{**QUESTION, "include": ["embeddings", "distances"]})
         assert collection.target == Target("pgvector", "dim48")
+        with ServingCollection(on_a_space(settings)) as app:  # the generation's published record
+            on_space = app.query(**{**QUESTION, "include": ["embeddings", "distances"]})
+            assert ids(on_space) == ids(answer) and on_space["distances"] == answer["distances"]
+            assert app.target == Target("pgvector", "dim48")
         assert answer["embeddings"][0].shape[1] == 48 and ids(answer)  # its own query vectors
         assert collection.count() == len(collection.get(include=[])["ids"])
         rollback(settings, Order("rollback", "drill", "oncall"))

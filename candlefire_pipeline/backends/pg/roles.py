@@ -58,5 +58,10 @@ def ensure_reader_role(
         else:
             log.warning("%s has no term cache yet: %s may read it, not keep answers in it; run "
                         "this again after the first write", table, role)  # fmt: skip
+        # the switch's published copy (an app without the switch file follows it); a later
+        # copy's table is covered by the default privileges above
+        if conn.execute("SELECT to_regclass('serving_switch') IS NOT NULL").fetchone()[0]:
+            statements.append(sql.SQL("GRANT SELECT ON serving_switch TO {}").format(
+                sql.Identifier(role)))  # fmt: skip
         for statement in statements:
             conn.execute(statement)

@@ -28,6 +28,7 @@ from candlefire_pipeline.operations.serving.history import (
     queue_entry,
 )
 from candlefire_pipeline.operations.serving.machine import switch_lock
+from candlefire_pipeline.operations.serving.published import publish_switch
 from candlefire_pipeline.operations.serving.state import ServingState, read_state
 from candlefire_pipeline.settings import Settings
 from candlefire_pipeline.stores import CANDIDATE
@@ -109,6 +110,7 @@ def _record_history(settings: Settings, dsn: str, note: str) -> bool:
         return False
     lock = lambda: switch_lock(settings)  # noqa: E731 - the queue's lock factory
     flush(dsn, settings.serving_pending_file, lock, settings.serving_file)
+    publish_switch(settings, dsn)  # the restored database holds the copy of the backup's time
     state = read_state(settings.serving_file)
     latest = next(iter(history(dsn, limit=1)), None)
     if latest is not None and _same(latest, state):

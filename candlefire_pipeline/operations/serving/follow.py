@@ -8,6 +8,9 @@ unreadable switch serves Chroma of the default generation (the rollback floor) a
 pgvector when the file still shows Chroma retired.
 CANDLEFIRE_SERVING_BACKEND is the emergency lever on the default generation: "chroma" forces
 Chroma; "pgvector" is refused unless the latest parity report passes every gate now.
+With CANDLEFIRE_SWITCH_SOURCE=postgres (a Space sharing no disk with the pipeline) the switch is
+the copy the pipeline publishes in Postgres (operations/serving/published.py), read again at
+most every CANDLEFIRE_SWITCH_POLL_MS.
 With CANDLEFIRE_PG_READ_DSN (a streaming replica) pgvector is read there, and a new pgvector
 target is taken only once the replica has replayed the switch's change
 (operations/serving/replication.py: until then the previous target keeps serving).
@@ -54,6 +57,48 @@ def file_signature(path) -> tuple | None:
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
+class SwitchSource:
+    """Where the switch is read (CANDLEFIRE_SWITCH_SOURCE): its file, or the copy published in the
+    Postgres the app reads. `signature()` is what changes when the switch does."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.path, mode = settings.serving_file, settings.app_client.switch_source
+        dsn = settings.replica.read_dsn if settings.replica.configured else settings.pg_dsn
+        if mode == "postgres" and not dsn:
+            raise ValueError("CANDLEFIRE_SWITCH_SOURCE=postgres needs CANDLEFIRE_PG_DSN: the "
+                             "switch is published in the serving Postgres")  # fmt: skip
+        self.published = None
+        if mode == "postgres":
+            from candlefire_pipeline.operations.serving.published import PublishedSwitch
+
+            self.published = PublishedSwitch(dsn, settings.pg_table, settings.app_client)
+
+    def signature(self) -> tuple:
+        if self.published is None:
+            return ("file", file_signature(self.path))
+        return self.published.signature()
+
+    def state(self) -> ServingState:
+        return read_state(self.path) if self.published is None else self.published.state()
+
+    def salvaged(self) -> dict:
+        if self.published is None:
+            return salvaged_retirement(self.path)
+        return self.published.salvaged()
+
+    def generation(self, settings: Settings, name: str):
+        if self.published is not None:
+            return self.published.generation(name)
+        # the registry (and the lifecycle's code) loads only when a generation serves
+        from candlefire_pipeline.operations.generations.lifecycle import registry
+
+        return registry(settings).get(name)
+
+    def close(self) -> None:
+        if self.published is not None:
+            self.published.close()
+
+
 class SwitchFollower(Generic[Served]):
     """The served object for the target the switch names; reopened only when the target changes.
 
@@ -85,6 +130,7 @@ class SwitchFollower(Generic[Served]):
         self.state: ServingState | None = None
         #: generation name -> its query embedder (the default's is the one given)
         self._embedders = {DEFAULT_NAME: embedder}
+        self.source = SwitchSource(settings)
         #: the read replica's replay position (None: pgvector is read where it is written)
         self.replica = None
         if settings.replica.configured:
@@ -94,7 +140,7 @@ class SwitchFollower(Generic[Served]):
 
     def current(self) -> tuple[Served, Target]:
         """What serves this request and the target it reads (one decision per request)."""
-        seen = file_signature(self.settings.serving_file)
+        seen = self.source.signature()
         with self._switching:
             if self.served is None or seen != self._seen:
                 self._switch(seen)
@@ -129,10 +175,7 @@ class SwitchFollower(Generic[Served]):
         """(settings, query embedder) of a generation: the follower's own for the default."""
         if name == DEFAULT_NAME:
             return self._read_from(self.settings), self._embedders[DEFAULT_NAME]
-        # the registry (and the lifecycle's code) loads only when a generation serves
-        from candlefire_pipeline.operations.generations.lifecycle import registry
-
-        generation = registry(self.settings).get(name)
+        generation = self.source.generation(self.settings, name)
         if name not in self._embedders:
             self._embedders[name] = self._make_embedder(self.settings, generation)
         view = generation_settings(self.settings, generation)
@@ -146,10 +189,10 @@ class SwitchFollower(Generic[Served]):
 
     def _read_state(self) -> ServingState:
         try:
-            return read_state(self.settings.serving_file)
+            return self.source.state()
         except ValueError as exc:
             # Chroma is the place to fall back to (the rollback target), unless it is retired
-            retired = salvaged_retirement(self.settings.serving_file)
+            retired = self.source.salvaged()
             if retired:
                 log.error("%s; Chroma is retired: serving from pgvector", exc)
                 return ServingState(PROMOTED, retired=retired)
@@ -193,6 +236,7 @@ class SwitchFollower(Generic[Served]):
     def close(self) -> None:
         self._release()
         self.target = None
+        self.source.close()
         if self.replica is not None:
             self.replica.close()
 

@@ -28,6 +28,7 @@ from candlefire_pipeline.operations.serving.history import (
     flush,
     queue_entry,
 )
+from candlefire_pipeline.operations.serving.published import publish_switch
 from candlefire_pipeline.operations.serving.state import (
     BACKEND_OF,
     DEGRADED,
@@ -284,5 +285,9 @@ def sync_history(settings: Settings, dsn: str | None) -> HistoryWrite:
 
 
 def _flush(settings: Settings, dsn: str | None) -> HistoryWrite:
-    return flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings),
-                 settings.serving_file)  # fmt: skip
+    """The queued history into Postgres, and the switch's published copy (an app without the
+    file follows that one: operations/serving/published.py)."""
+    written = flush(dsn, settings.serving_pending_file, lambda: switch_lock(settings),
+                    settings.serving_file)  # fmt: skip
+    publish_switch(settings, dsn)
+    return written

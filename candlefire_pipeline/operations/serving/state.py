@@ -239,8 +239,14 @@ def read_state(path: Path) -> ServingState:
         data = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: the serving switch is not valid JSON ({exc.msg})") from None
+    return state_from(data, path)
+
+
+def state_from(data, path) -> ServingState:
+    """The switch a decoded file (or its published copy, `path` naming where) records."""
     if not isinstance(data, dict) or data.get("backend") not in SERVABLE_STORES:
-        raise ValueError(f"{path}: unknown serving backend {data.get('backend')!r}")
+        found = data.get("backend") if isinstance(data, dict) else data
+        raise ValueError(f"{path}: unknown serving backend {found!r}")
     state = data.get("state") or _legacy_state(data)
     if state not in BACKEND_OF or BACKEND_OF[state] != data["backend"]:
         raise ValueError(f"{path}: state {state!r} does not serve {data['backend']!r}")
