@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,7 +24,7 @@ import chromadb
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
 
-from candlefire_pipeline.backends.factory import open_backend
+from candlefire_pipeline.backends.factory import open_backend, opened_backend
 from candlefire_pipeline.operations.serving.state import PROMOTED, ServingState
 from candlefire_pipeline.settings import AppClientSettings, PgAnnSettings, Settings
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
@@ -157,6 +159,23 @@ def deploy(root: Path, pg_dsn: str, seed: int = 7, papers: int = 120, embedder=N
         embedder.calls.clear()
     existing = [i for chunk_ids in ids.values() for i in chunk_ids]
     return Deployment(settings, embedder, documents, existing)
+
+
+@contextmanager
+def changing_deployment(root: Path, pg_dsn: str, seed: int) -> Iterator[tuple]:
+    """A small deployment of its own (the test writes to it) and its real Chroma collection;
+    its table is emptied after."""
+    deployment = deploy(root, pg_dsn, seed=seed, papers=40)
+    client = chromadb.PersistentClient(
+        str(deployment.settings.chroma_path), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+    chroma = client.get_collection(deployment.settings.chroma_collection, embedding_function=None)
+    try:
+        yield deployment, chroma
+    finally:
+        client.close()
+        with opened_backend("pgvector", deployment.settings) as store:
+            store.reset()
 
 
 def _exact_chroma_graph(settings: Settings) -> None:

@@ -23,6 +23,7 @@ from candlefire_pipeline_tests.app.corpus import (
     TWIN_TEXT,
     WORDS,
     SeededEmbedder,
+    changing_deployment,
     deploy,
     promote_directly,
 )
@@ -68,15 +69,8 @@ def test_kept_entries_answer_as_the_sql_path_does(app_deployment, mode):
 @pytest.fixture
 def changing(tmp_path, pg_dsn):
     """A small deployment of its own (this test writes to it) and its real Chroma collection."""
-    deployment = deploy(tmp_path, pg_dsn, seed=11, papers=40)
-    client = chromadb.PersistentClient(
-        str(deployment.settings.chroma_path), settings=ChromaSettings(anonymized_telemetry=False)
-    )
-    chroma = client.get_collection(deployment.settings.chroma_collection, embedding_function=None)
-    yield deployment, chroma
-    client.close()
-    with opened_backend("pgvector", deployment.settings) as store:
-        store.reset()
+    with changing_deployment(tmp_path, pg_dsn, seed=11) as made:
+        yield made
 
 
 def _calls(variants: list[str]) -> list[tuple[str, dict]]:

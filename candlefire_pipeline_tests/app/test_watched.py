@@ -14,18 +14,20 @@ import sys
 import time
 from dataclasses import replace
 
-import chromadb
 import numpy as np
 import psycopg
 import pytest
-from chromadb.config import Settings as ChromaSettings
 
 from benchmarks.app import search_path as app
 from candlefire_pipeline.app.collection import ServingCollection
 from candlefire_pipeline.backends.factory import opened_backend
 from candlefire_pipeline.operations.serving.state import PINNED
 from candlefire_pipeline.settings import AppClientSettings
-from candlefire_pipeline_tests.app.corpus import SeededEmbedder, deploy, promote_directly
+from candlefire_pipeline_tests.app.corpus import (
+    SeededEmbedder,
+    changing_deployment,
+    promote_directly,
+)
 from candlefire_pipeline_tests.fixtures_backends import chunk, make_rows
 
 pytestmark = pytest.mark.server
@@ -48,15 +50,8 @@ def strict(settings):
 @pytest.fixture
 def changing(tmp_path, pg_dsn):
     """A small deployment of its own (these tests write to it) and its real Chroma collection."""
-    deployment = deploy(tmp_path, pg_dsn, seed=13, papers=40)
-    client = chromadb.PersistentClient(
-        str(deployment.settings.chroma_path), settings=ChromaSettings(anonymized_telemetry=False)
-    )
-    chroma = client.get_collection(deployment.settings.chroma_collection, embedding_function=None)
-    yield deployment, chroma
-    client.close()
-    with opened_backend("pgvector", deployment.settings) as store:
-        store.reset()
+    with changing_deployment(tmp_path, pg_dsn, seed=13) as made:
+        yield made
 
 
 def write(settings, chunks=None, deleted=None) -> int:
