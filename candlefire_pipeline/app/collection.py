@@ -49,7 +49,7 @@ class LazyEmbedder:
     def _embedder(self):
         with self._lock:
             if self._made is None:
-                self._made = self._build()
+                self._made = _project_model(self._build)
             return self._made
 
     @property
@@ -62,6 +62,21 @@ class LazyEmbedder:
 
     def embed(self, texts):
         return self._embedder().embed(texts)
+
+
+def _project_model(build):
+    """The project's own query model, or (an install without the libraries it needs: the slim
+    one) a ModuleNotFoundError that says what to do."""
+    try:
+        return build()
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"the project's query model needs {exc.name!r}, which is not installed here: hand in "
+            "the app's own (open_collection(embedding_function=...)), or install "
+            "'candlefire_pipeline[onnx]' and name the stores' model in CANDLEFIRE_EMBED_MODEL "
+            '(docs/APP.md, "Where the query model comes from")',
+            name=exc.name,
+        ) from exc
 
 
 def _close(store) -> None:

@@ -219,3 +219,27 @@ def test_a_slim_install_without_the_switch_file_follows_the_published_switch(
     finally:
         promote_directly(settings)
         publish_switch(settings, settings.pg_dsn)
+
+
+NO_MODEL_CHILD = """
+from candlefire_pipeline.app import open_collection
+collection = open_collection()
+print(collection.count())
+try:
+    collection.query(query_texts=["riluzole"], n_results=2)
+except ModuleNotFoundError as exc:
+    print(exc)
+"""
+
+
+def test_a_slim_install_without_a_query_model_says_what_to_do(slim_venv, served_store):
+    """count and get need no model; a query with neither the app's function nor the extra
+    `onnx` fails by name, saying both ways."""
+    settings = served_store.settings
+    env = {**_outside(), "CANDLEFIRE_DATA_DIR": str(settings.data_dir),
+           "CANDLEFIRE_PG_DSN": settings.pg_dsn,
+           "CANDLEFIRE_PG_TABLE": settings.pg_table}  # fmt: skip
+    done = _run(slim_venv["path"], ["-c", NO_MODEL_CHILD], cwd=slim_venv["root"], env=env)
+    count, said = done.stdout.strip().splitlines()
+    assert int(count) == len(served_store.ids)
+    assert "embedding_function=" in said and "candlefire_pipeline[onnx]" in said, said
