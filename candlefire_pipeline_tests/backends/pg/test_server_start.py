@@ -44,3 +44,13 @@ def test_a_start_that_outlasts_the_wheels_wait_is_waited_for(monkeypatch, caplog
             assert "is still starting (crash recovery?)" in caplog.text
         finally:
             server.stop()
+
+
+def test_a_postmaster_pid_caught_mid_write_reads_as_not_started_yet(tmp_path, monkeypatch):
+    """The postmaster writes its pid file in steps: a start read mid-write (CI saw four of the
+    eight lines) waits on, instead of failing the wheel's assertion."""
+    (tmp_path / "postmaster.pid").write_text("17909\n/tmp/data\n1796697910\n5432\n")
+    assert not EmbeddedPostgres(tmp_path).is_running()
+    monkeypatch.setattr(server_module, "PID_FILE_LIMIT_S", 0.0)
+    with pytest.raises(OSError, match="no server is starting"):
+        server_module._wait_until_ready(tmp_path)
