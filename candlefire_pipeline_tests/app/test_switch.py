@@ -216,13 +216,22 @@ def test_the_published_switch_is_read_once_per_poll_and_a_late_older_copy_never_
         app.count()
         assert app.target == CHROMA
     pinned_at = settings.serving_file.read_text()
+    published = _published(settings)
+    publish_switch(settings, resolve_dsn(settings))  # the same copy again: nothing written
+    assert _published(settings) == published
     settings.serving_file.write_text(newer)  # a slower process publishing the older change
     publish_switch(settings, resolve_dsn(settings))
-    with psycopg.connect(resolve_dsn(settings), autocommit=True) as conn:
-        row = conn.execute("SELECT switch->>'state' FROM serving_switch WHERE pg_table = %s",
-                           [settings.pg_table]).fetchone()  # fmt: skip
-        assert row == ("chroma_pinned",)
+    assert _published(settings) == published and published[0] == "chroma_pinned"
     settings.serving_file.write_text(pinned_at)
+
+
+def _published(settings: Settings) -> tuple:
+    """(state, published_at) of the deployment's published switch."""
+    with psycopg.connect(resolve_dsn(settings), autocommit=True) as conn:
+        return conn.execute(
+            "SELECT switch->>'state', published_at FROM serving_switch WHERE pg_table = %s",
+            [settings.pg_table],
+        ).fetchone()
 
 
 def test_the_published_switch_survives_a_lost_connection_and_fails_in_one_line_unread(

@@ -19,6 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from candlefire_pipeline.backends.common import BackendUnavailableError
+from candlefire_pipeline.backends.pg.connect import connect, one_line
 from candlefire_pipeline.generations.identity import DEFAULT_NAME, Generation
 from candlefire_pipeline.operations.serving.state import ServingState, read_state, state_from
 from candlefire_pipeline.settings import Settings
@@ -35,13 +36,15 @@ DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     changed_at   timestamptz,
     published_at timestamptz NOT NULL DEFAULT clock_timestamp()
 )"""
-# a copy made from an older change (a slower process publishing late) never replaces a newer one
+# a copy made from an older change (a slower process publishing late) never replaces a newer
+# one; the same copy again writes nothing (the apps read it again only when it changed)
 UPSERT = f"""INSERT INTO {TABLE} (pg_table, switch, generations, changed_at)
 VALUES (%s, %s, %s, %s)
 ON CONFLICT (pg_table) DO UPDATE SET switch = EXCLUDED.switch, generations = EXCLUDED.generations,
     changed_at = EXCLUDED.changed_at, published_at = clock_timestamp()
-WHERE {TABLE}.changed_at IS NULL OR EXCLUDED.changed_at IS NULL
-    OR EXCLUDED.changed_at >= {TABLE}.changed_at"""
+WHERE ({TABLE}.switch, {TABLE}.generations) IS DISTINCT FROM (EXCLUDED.switch, EXCLUDED.generations)
+    AND ({TABLE}.changed_at IS NULL OR EXCLUDED.changed_at IS NULL
+         OR EXCLUDED.changed_at >= {TABLE}.changed_at)"""
 
 
 def publish_switch(settings: Settings, dsn: str | None) -> bool:
@@ -52,13 +55,13 @@ def publish_switch(settings: Settings, dsn: str | None) -> bool:
     try:
         state = read_state(settings.serving_file)
         records = _records(settings, state)
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+        with connect(dsn, timeout=5) as conn:  # its errors never quote the DSN
             conn.execute(DDL)
             conn.execute(UPSERT, (settings.pg_table, Jsonb(_switch_json(state)), Jsonb(records),
                                   state.changed_at))  # fmt: skip
-    except (ValueError, psycopg.Error, OSError) as exc:
+    except (ValueError, psycopg.Error, OSError, BackendUnavailableError) as exc:
         log.warning("the serving switch was not published in Postgres: %s",
-                    " ".join(str(exc).split()) or type(exc).__name__)  # fmt: skip
+                    one_line(str(exc)) or type(exc).__name__)  # fmt: skip
         return False
     return True
 
@@ -131,15 +134,16 @@ class PublishedSwitch:
             return  # another thread polled while this one waited for the first answer
         try:
             self._row = self._fetch()
-        except psycopg.Error as exc:
+        except (psycopg.Error, BackendUnavailableError) as exc:
             self._drop()
-            said = " ".join(str(exc).split()) or type(exc).__name__
+            said = one_line(str(exc)) or type(exc).__name__
             if self._read_at is None:
                 raise BackendUnavailableError(
                     f"{WHERE} could not be read: {said}") from None  # fmt: skip
             if not self._failing:
                 log.warning("%s could not be read (%s): the last copy read stays", WHERE, said)
-            self._failing = True
+            # tried again a poll later: a store that still answers (Chroma) is not slowed down
+            self._failing, self._read_at = True, time.monotonic()
             return
         if self._failing:
             log.info("%s is read again", WHERE)
@@ -147,7 +151,7 @@ class PublishedSwitch:
 
     def _fetch(self) -> tuple | None:
         if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(self._dsn, autocommit=True)
+            self._conn = connect(self._dsn)
         try:
             return self._conn.execute(
                 f"SELECT switch, generations, published_at FROM {TABLE} WHERE pg_table = %s",
